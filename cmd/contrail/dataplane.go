@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/config"
+	"github.com/contrail/contrail/dataplane/monitor"
+	"github.com/contrail/contrail/dataplane/server"
+)
+
+func serverVersion() string { return server.Version }
+
+// dataplaneFlags are the flags of `contrail dataplane`; their names are
+// part of the product's contract.
+type dataplaneFlags struct {
+	natsAddr, monitorAddr, dataDir, configFile string
+	tlsCert, tlsKey                            string
+	logLevel                                   string
+	set                                        map[string]bool
+}
+
+func parseDataplaneFlags(args []string, stderr io.Writer) (*dataplaneFlags, error) {
+	f := &dataplaneFlags{set: map[string]bool{}}
+	fs := flag.NewFlagSet("contrail dataplane", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.natsAddr, "nats-addr", "127.0.0.1:4222", "client listen address (host:port)")
+	fs.StringVar(&f.monitorAddr, "monitor-addr", "127.0.0.1:8222", "monitoring HTTP address (host:port); empty disables it")
+	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory for the node's state")
+	fs.StringVar(&f.configFile, "config", "", "nats-server style configuration file")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM); requires --tls-key")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	return f, nil
+}
+
+// options merges defaults, the config file, and flags, in that order.
+func (f *dataplaneFlags) options() (*config.Options, error) {
+	opts := config.Default()
+	if f.configFile != "" {
+		var err error
+		if opts, err = config.ParseFile(f.configFile); err != nil {
+			return nil, err
+		}
+	}
+	if f.set["nats-addr"] || f.configFile == "" {
+		host, port, err := splitHostPort(f.natsAddr)
+		if err != nil {
+			return nil, fmt.Errorf("--nats-addr: %w", err)
+		}
+		opts.Host, opts.Port = host, port
+	}
+	if f.set["monitor-addr"] || f.configFile == "" {
+		if f.monitorAddr == "" {
+			opts.HTTPPort = 0
+		} else {
+			host, port, err := splitHostPort(f.monitorAddr)
+			if err != nil {
+				return nil, fmt.Errorf("--monitor-addr: %w", err)
+			}
+			opts.HTTPHost, opts.HTTPPort = host, port
+		}
+	}
+	if f.tlsCert != "" || f.tlsKey != "" {
+		if opts.TLS == nil {
+			opts.TLS = &config.TLSOptions{}
+		}
+		opts.TLS.CertFile, opts.TLS.KeyFile = f.tlsCert, f.tlsKey
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return opts, nil
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bad port %q", p)
+	}
+	return host, port, nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	if s == "trace" {
+		return server.LevelTrace, nil
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level: %w", err)
+	}
+	return l, nil
+}
+
+func runDataplane(args []string, stdout, stderr io.Writer) int {
+	f, err := parseDataplaneFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	level, err := parseLevel(f.logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "contrail dataplane: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	opts, err := f.options()
+	if err != nil {
+		fmt.Fprintf(stderr, "contrail dataplane: %v\n", err)
+		return 2
+	}
+	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
+		fmt.Fprintf(stderr, "contrail dataplane: data dir: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := serveDataplane(ctx, opts, log); err != nil {
+		log.Error("data plane stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// serveDataplane runs a node until ctx ends, then shuts it down gracefully.
+func serveDataplane(ctx context.Context, opts *config.Options, log *slog.Logger) error {
+	srv, err := server.New(opts, log)
+	if err != nil {
+		return err
+	}
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve() }()
+	var mon *monitor.Monitor
+	if opts.HTTPPort > 0 || opts.HTTPHost != "" {
+		mon = monitor.New(srv, log)
+		addr := net.JoinHostPort(opts.HTTPHost, strconv.Itoa(opts.HTTPPort))
+		if err := mon.Listen(addr); err != nil {
+			srv.Shutdown(context.Background())
+			return err
+		}
+		go func() { errc <- mon.Serve() }()
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-errc:
+		if !errors.Is(err, server.ErrServerClosed) && !errors.Is(err, monitor.ErrClosed) {
+			log.Error("serve failed", "err", err)
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if mon != nil {
+		mon.Close()
+	}
+	if err := srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

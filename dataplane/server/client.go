@@ -1,0 +1,421 @@
+package server
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/protocol"
+	"github.com/contrail/contrail/dataplane/subject"
+)
+
+// Why a connection ended, as /connz reports it.
+const (
+	reasonClientClosed   = "Client Closed"
+	reasonServerShutdown = "Server Shutdown"
+	reasonSlowConsumer   = "Slow Consumer (Pending Bytes)"
+	reasonSlowWrite      = "Slow Consumer (Write Deadline)"
+	reasonStale          = "Stale Connection"
+	reasonProtocol       = "Protocol Violation"
+	reasonMaxPayload     = "Maximum Payload Exceeded"
+	reasonMaxConns       = "Maximum Connections Exceeded"
+	reasonTLS            = "TLS Handshake Failure"
+	reasonWriteError     = "Write Error"
+	reasonReadError      = "Read Error"
+)
+
+const protocolErrMaxConns = protocol.ErrTextMaxConnections
+
+// readBufSize is the starting read buffer; it grows for large messages and
+// shrinks back once they are processed.
+const readBufSize = 64 << 10
+
+// client is one client connection.
+//
+// Threading: the read loop goroutine parses and processes everything the
+// client sends; the flusher goroutine writes everything queued in out. Other
+// clients' read loops append deliveries to out. Fields marked "read loop"
+// are touched only by the read loop.
+type client struct {
+	srv   *Server
+	cid   uint64
+	conn  net.Conn // replaced once by a TLS upgrade; guarded by mu after that
+	acc   *Account
+	host  string
+	port  int
+	start time.Time
+	trace bool
+
+	out *outbound
+
+	// Set at CONNECT by the read loop, read by deliverers.
+	headers atomic.Bool
+	echo    atomic.Bool
+
+	opts  connectOpts   // read loop
+	pcd   []*client     // clients to wake after this read batch; read loop
+	stall chan struct{} // a backlog to wait on after this batch; read loop
+
+	mu struct {
+		sync.Mutex
+		subs      map[string]*subscription // by sid; guarded by mu
+		connected bool                     // CONNECT seen; guarded by mu
+		name      string                   // guarded by mu
+		lang      string                   // guarded by mu
+		version   string                   // guarded by mu
+		reason    string                   // guarded by mu
+		rtt       time.Duration            // guarded by mu
+		pingSent  time.Time                // guarded by mu
+		tlsState  *tls.ConnectionState     // guarded by mu
+		pingTimer *time.Timer              // guarded by mu
+	}
+
+	inMsgs, outMsgs, inBytes, outBytes atomic.Uint64
+	lastActivity                       atomic.Int64 // unix nanos
+	pingsOut                           atomic.Int32
+	closed                             atomic.Bool
+	flushDone                          chan struct{} // closed when the flusher exits
+}
+
+func (s *Server) newClient(conn net.Conn) *client {
+	c := &client{
+		srv:       s,
+		cid:       s.nextCID.Add(1),
+		conn:      conn,
+		acc:       s.global,
+		start:     time.Now(),
+		out:       newOutbound(),
+		flushDone: make(chan struct{}),
+		trace:     s.log.Enabled(nil, LevelTrace), //nolint:staticcheck // nil context is fine for Enabled
+	}
+	c.echo.Store(true)
+	c.mu.subs = make(map[string]*subscription)
+	if ta, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
+		c.host, c.port = ta.IP.String(), ta.Port
+	}
+	c.touch()
+	return c
+}
+
+// LevelTrace logs every protocol operation; below slog.LevelDebug.
+const LevelTrace = slog.Level(-8)
+
+func (c *client) touch() { c.lastActivity.Store(time.Now().UnixNano()) }
+
+func (c *client) logger() *slog.Logger {
+	return c.srv.log.With("cid", c.cid, "remote", net.JoinHostPort(c.host, strconv.Itoa(c.port)))
+}
+
+// handle runs a connection from accept to close.
+func (s *Server) handle(conn net.Conn) {
+	c := s.newClient(conn)
+	if s.tls != nil && s.opts.TLS.HandshakeFirst {
+		if !c.handshake() {
+			return
+		}
+	}
+	if refusal, ok := s.register(c); !ok {
+		if refusal != "" {
+			s.log.Warn("connection refused", "remote", conn.RemoteAddr().String(), "reason", refusal)
+			conn.SetWriteDeadline(time.Now().Add(time.Second))
+			conn.Write(append(s.infoFor(c), protocol.AppendErr(nil, refusal)...))
+		}
+		conn.Close()
+		return
+	}
+	// INFO goes out before the flusher starts: a TLS upgrade follows it on
+	// the same socket and swaps c.conn.
+	conn.SetWriteDeadline(time.Now().Add(s.opts.WriteDeadline))
+	if _, err := conn.Write(s.infoFor(c)); err != nil {
+		c.close(reasonWriteError, false)
+		return
+	}
+	conn.SetWriteDeadline(time.Time{})
+	if s.tls != nil && !s.opts.TLS.HandshakeFirst {
+		if !c.handshake() {
+			c.close(reasonTLS, false)
+			return
+		}
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		c.flushLoop()
+	}()
+	c.logger().Debug("client connected")
+	c.schedulePing()
+	c.readLoop()
+}
+
+// handshake upgrades the connection to TLS within the configured timeout.
+func (c *client) handshake() bool {
+	tc := tls.Server(c.conn, c.srv.tls)
+	timeout := c.srv.opts.TLS.Timeout
+	if timeout <= 0 {
+		timeout = 2 * time.Second
+	}
+	tc.SetDeadline(time.Now().Add(timeout))
+	if err := tc.Handshake(); err != nil {
+		c.logger().Warn("tls handshake failed", "err", err)
+		c.conn.Close()
+		return false
+	}
+	tc.SetDeadline(time.Time{})
+	st := tc.ConnectionState()
+	c.mu.Lock()
+	c.conn = tc
+	c.mu.tlsState = &st
+	c.mu.Unlock()
+	return true
+}
+
+// readLoop parses and processes what the client sends until it fails.
+func (c *client) readLoop() {
+	lim := protocol.Limits{
+		MaxControlLine: int(c.srv.opts.MaxControlLine),
+		MaxPayload:     int(c.srv.opts.MaxPayload),
+	}
+	conn := c.netConn()
+	buf := make([]byte, readBufSize)
+	var start, end int
+	var op protocol.Op
+	for !c.closed.Load() {
+		n, rerr := conn.Read(buf[end:])
+		end += n
+		if n > 0 {
+			c.touch()
+		}
+		for start < end {
+			used, err := protocol.Parse(buf[start:end], lim, &op)
+			if err != nil {
+				c.protocolError(err)
+				return
+			}
+			if used == 0 {
+				break
+			}
+			if c.trace {
+				c.logger().Log(nil, LevelTrace, "<<-", "op", string(bytes.TrimRight(buf[start:start+min(used, 256)], "\r\n")))
+			}
+			if !c.process(&op) {
+				c.wakePending()
+				return
+			}
+			start += used
+		}
+		c.wakePending()
+		if rerr != nil {
+			reason := reasonReadError
+			if errors.Is(rerr, io.EOF) {
+				reason = reasonClientClosed
+			}
+			c.close(reason, false)
+			return
+		}
+		buf, start, end = compact(buf, start, end)
+	}
+}
+
+// compact moves unparsed bytes to the front, growing the buffer when a
+// partial operation fills it and shrinking it back once it is empty.
+func compact(buf []byte, start, end int) ([]byte, int, int) {
+	if start == end {
+		if len(buf) > readBufSize {
+			buf = make([]byte, readBufSize)
+		}
+		return buf, 0, 0
+	}
+	if start > 0 {
+		copy(buf, buf[start:end])
+		end -= start
+	}
+	if end == len(buf) {
+		bigger := make([]byte, 2*len(buf))
+		copy(bigger, buf[:end])
+		buf = bigger
+	}
+	return buf, 0, end
+}
+
+// protocolError answers a parse failure as nats-server does and closes.
+func (c *client) protocolError(err error) {
+	text, reason := protocol.ErrTextUnknownOp, reasonProtocol
+	switch {
+	case errors.Is(err, protocol.ErrMaxPayload):
+		text, reason = protocol.ErrTextMaxPayload, reasonMaxPayload
+	case errors.Is(err, protocol.ErrControlLine):
+		text = protocol.ErrTextControlLine
+	}
+	c.logger().Warn("protocol error, closing", "err", err)
+	c.sendErr(text)
+	c.close(reason, true)
+}
+
+// process handles one operation; false means the connection is done.
+func (c *client) process(op *protocol.Op) bool {
+	switch op.Kind {
+	case protocol.KindPub, protocol.KindHPub:
+		return c.processPub(op)
+	case protocol.KindSub:
+		c.processSub(op)
+	case protocol.KindUnsub:
+		c.processUnsub(op)
+	case protocol.KindPing:
+		c.queue(protocol.Pong)
+		c.pcd = append(c.pcd, c)
+		return true
+	case protocol.KindPong:
+		c.processPong()
+		return true
+	case protocol.KindConnect:
+		return c.processConnect(op.Arg)
+	case protocol.KindOK, protocol.KindErr:
+		return true
+	}
+	c.ok()
+	return true
+}
+
+// ok sends +OK to verbose clients.
+func (c *client) ok() {
+	if c.opts.Verbose {
+		c.queue(protocol.OK)
+		c.pcd = append(c.pcd, c)
+	}
+}
+
+func (c *client) processConnect(arg []byte) bool {
+	opts := connectOpts{Echo: true}
+	if err := json.Unmarshal(arg, &opts); err != nil {
+		c.logger().Warn("bad CONNECT", "err", err)
+		c.sendErr(protocol.ErrTextUnknownOp)
+		c.close(reasonProtocol, true)
+		return false
+	}
+	c.opts = opts
+	c.headers.Store(opts.Headers)
+	c.echo.Store(opts.Echo)
+	c.mu.Lock()
+	c.mu.connected = true
+	c.mu.name, c.mu.lang, c.mu.version = opts.Name, opts.Lang, opts.Version
+	c.mu.Unlock()
+	c.ok()
+	return true
+}
+
+func (c *client) processPub(op *protocol.Op) bool {
+	if op.Kind == protocol.KindHPub && !c.opts.Headers && c.mu.connected {
+		// A client that did not ask for headers cannot send them.
+		c.sendErr(protocol.ErrTextUnknownOp)
+		c.close(reasonProtocol, true)
+		return false
+	}
+	if c.opts.Pedantic && !subject.ValidLiteral(op.Subject) {
+		c.queue(protocol.AppendErr(nil, protocol.ErrTextInvalidPublish))
+		c.pcd = append(c.pcd, c)
+	}
+	c.inMsgs.Add(1)
+	c.inBytes.Add(uint64(len(op.Msg)))
+	c.srv.stats.inMsgs.Add(1)
+	c.srv.stats.inBytes.Add(uint64(len(op.Msg)))
+	hdr := -1
+	if op.Kind == protocol.KindHPub {
+		hdr = op.HdrLen
+	}
+	c.route(op.Subject, op.Reply, hdr, op.Msg)
+	c.ok()
+	return true
+}
+
+func (c *client) processSub(op *protocol.Op) {
+	if !subject.ValidFilter(op.Subject) || (len(op.Queue) > 0 && !validQueue(op.Queue)) {
+		c.queue(protocol.AppendErr(nil, protocol.ErrTextInvalidSubject))
+		c.pcd = append(c.pcd, c)
+		return
+	}
+	sub := &subscription{
+		client:  c,
+		subject: bytes.Clone(op.Subject),
+		queue:   bytes.Clone(op.Queue),
+		sid:     bytes.Clone(op.SID),
+	}
+	c.mu.Lock()
+	if _, dup := c.mu.subs[string(op.SID)]; dup {
+		c.mu.Unlock()
+		c.ok()
+		return
+	}
+	c.mu.subs[string(sub.sid)] = sub
+	c.mu.Unlock()
+	if err := c.acc.subs.Insert(string(sub.subject), string(sub.queue), sub); err != nil {
+		c.mu.Lock()
+		delete(c.mu.subs, string(sub.sid))
+		c.mu.Unlock()
+		c.queue(protocol.AppendErr(nil, protocol.ErrTextInvalidSubject))
+		c.pcd = append(c.pcd, c)
+		return
+	}
+	c.ok()
+}
+
+// validQueue accepts queue group names without blanks or wildcards tokens.
+func validQueue(q []byte) bool {
+	for _, b := range q {
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			return false
+		}
+	}
+	return true
+}
+
+func (c *client) processUnsub(op *protocol.Op) {
+	c.mu.Lock()
+	sub := c.mu.subs[string(op.SID)]
+	c.mu.Unlock()
+	if sub != nil {
+		if op.Max > 0 && sub.delivered.Load() < int64(op.Max) {
+			sub.max.Store(int64(op.Max))
+			// A delivery racing with this store may have passed the limit
+			// unseen; recheck so the subscription cannot outlive it.
+			if sub.delivered.Load() < int64(op.Max) {
+				c.ok()
+				return
+			}
+		}
+		c.unsubscribe(sub)
+	}
+	c.ok()
+}
+
+// unsubscribe removes sub from its client and account; safe from any
+// goroutine and idempotent.
+func (c *client) unsubscribe(sub *subscription) {
+	c.mu.Lock()
+	cur, ok := c.mu.subs[string(sub.sid)]
+	if ok && cur == sub {
+		delete(c.mu.subs, string(sub.sid))
+	}
+	c.mu.Unlock()
+	if ok && cur == sub {
+		c.acc.subs.Remove(string(sub.subject), string(sub.queue), sub)
+	}
+}
+
+func (c *client) processPong() {
+	c.pingsOut.Store(0)
+	c.mu.Lock()
+	if !c.mu.pingSent.IsZero() {
+		c.mu.rtt = time.Since(c.mu.pingSent)
+		c.mu.pingSent = time.Time{}
+	}
+	c.mu.Unlock()
+}

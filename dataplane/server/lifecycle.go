@@ -1,0 +1,162 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"os"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/protocol"
+)
+
+// netConn is the connection's current socket (TLS replaces it once).
+func (c *client) netConn() net.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conn
+}
+
+// flushLoop is the connection's only writer: it waits for queued bytes and
+// writes them with one vectored write per wake-up, under the write
+// deadline. It exits once the connection is stopped and its queue is
+// drained, or a write fails. It never closes the socket: close does.
+func (c *client) flushLoop() {
+	defer close(c.flushDone)
+	conn := c.netConn()
+	var taken, bufs net.Buffers
+	deadline := c.srv.opts.WriteDeadline
+	o := c.out
+	for range o.signal {
+		o.mu.Lock()
+		taken = o.takeLocked(taken[:0])
+		stop := o.mu.stop
+		o.mu.Unlock()
+		if len(taken) > 0 {
+			bufs = append(bufs[:0], taken...)
+			conn.SetWriteDeadline(time.Now().Add(deadline))
+			n, err := bufs.WriteTo(conn)
+			release(taken)
+			o.mu.Lock()
+			o.mu.pending -= n
+			o.unstallLocked(c.srv.opts.MaxPending)
+			o.mu.Unlock()
+			if err != nil {
+				reason := reasonWriteError
+				if errors.Is(err, os.ErrDeadlineExceeded) && !c.closed.Load() {
+					reason = reasonSlowWrite
+					c.srv.stats.slowConsumers.Add(1)
+					c.logger().Warn("slow consumer, closing", "reason", reason)
+				}
+				c.close(reason, false)
+				return
+			}
+		}
+		if stop {
+			return
+		}
+	}
+}
+
+// slowConsumer cuts off a client whose queue passed max_pending: the queue
+// is dropped so the server's memory stays bounded.
+func (c *client) slowConsumer(reason string) {
+	if c.closed.Load() {
+		return
+	}
+	c.srv.stats.slowConsumers.Add(1)
+	c.logger().Warn("slow consumer, closing", "reason", reason)
+	c.close(reason, false)
+}
+
+// close ends the connection once: it stops the queue (dropping it unless
+// flush), unsubscribes everything, and closes the socket, after the queue
+// drains when flushing (bounded by the write deadline).
+func (c *client) close(reason string, flush bool) {
+	if !c.closed.CompareAndSwap(false, true) {
+		return
+	}
+	c.mu.Lock()
+	c.mu.reason = reason
+	conn := c.conn
+	subs := make([]*subscription, 0, len(c.mu.subs))
+	for _, sub := range c.mu.subs {
+		subs = append(subs, sub)
+	}
+	clear(c.mu.subs)
+	if c.mu.pingTimer != nil {
+		c.mu.pingTimer.Stop()
+	}
+	c.mu.Unlock()
+
+	o := c.out
+	o.mu.Lock()
+	o.mu.stop = true
+	if !flush {
+		release(o.takeLocked(nil))
+		o.mu.pending = 0
+	}
+	o.unstallLocked(c.srv.opts.MaxPending)
+	o.mu.Unlock()
+	o.wake()
+
+	switch {
+	case reason == reasonSlowConsumer:
+		// Interrupt a blocked write, then say why, best effort.
+		conn.SetWriteDeadline(time.Now())
+		go func() {
+			<-c.flushDone
+			conn.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			conn.Write(protocol.AppendErr(nil, protocol.ErrTextSlowConsumer))
+			conn.Close()
+		}()
+	case flush:
+		go func() {
+			select {
+			case <-c.flushDone:
+			case <-time.After(c.srv.opts.WriteDeadline):
+			}
+			conn.Close()
+		}()
+	default:
+		conn.Close()
+	}
+	for _, sub := range subs {
+		c.acc.subs.Remove(string(sub.subject), string(sub.queue), sub)
+	}
+	c.srv.unregister(c)
+	c.logger().Debug("client closed", "reason", reason)
+}
+
+// closeFlushing is close with the queue drained first.
+func (c *client) closeFlushing(reason string) { c.close(reason, true) }
+
+// schedulePing arms the server PING that detects dead peers.
+func (c *client) schedulePing() {
+	iv := c.srv.opts.PingInterval
+	if iv <= 0 {
+		return
+	}
+	c.mu.Lock()
+	c.mu.pingTimer = time.AfterFunc(iv, c.ping)
+	c.mu.Unlock()
+}
+
+// ping sends a PING, or closes the connection when ping_max PINGs went
+// unanswered.
+func (c *client) ping() {
+	if c.closed.Load() {
+		return
+	}
+	if int(c.pingsOut.Add(1)) > c.srv.opts.PingMax {
+		c.logger().Info("stale connection, closing")
+		c.sendErr(protocol.ErrTextStale)
+		c.close(reasonStale, true)
+		return
+	}
+	c.mu.Lock()
+	c.mu.pingSent = time.Now()
+	c.mu.pingTimer.Reset(c.srv.opts.PingInterval)
+	c.mu.Unlock()
+	c.queue(protocol.Ping)
+	c.out.wake()
+}

@@ -1,0 +1,160 @@
+package server
+
+import (
+	"time"
+
+	"github.com/contrail/contrail/dataplane/protocol"
+)
+
+// noRespondersHdr is the status-only header block of a 503 reply.
+const noRespondersHdr = "NATS/1.0 503\r\n\r\n"
+
+// route delivers a published message to every interested subscriber of
+// the client's account. hdrLen < 0 means the message has no headers.
+func (c *client) route(subj, reply []byte, hdrLen int, msg []byte) {
+	r := c.acc.subs.Match(subj)
+	if r.Empty() {
+		if len(reply) > 0 && c.opts.NoResponders && c.opts.Headers {
+			c.sendNoResponders(reply)
+		}
+		return
+	}
+	echo := c.echo.Load()
+	for _, sub := range r.Plain {
+		if !echo && sub.client == c {
+			continue
+		}
+		c.deliver(sub, subj, reply, hdrLen, msg)
+	}
+	for _, members := range r.Queues {
+		sub := c.acc.pickQueueMember(members)
+		if !echo && sub.client == c {
+			if sub = otherMember(members, c); sub == nil {
+				continue
+			}
+		}
+		c.deliver(sub, subj, reply, hdrLen, msg)
+	}
+}
+
+// otherMember finds a queue member not owned by c.
+func otherMember(members []*subscription, c *client) *subscription {
+	for _, m := range members {
+		if m.client != c {
+			return m
+		}
+	}
+	return nil
+}
+
+// sendNoResponders tells a requester nobody is listening, on its own
+// subscription that matches the reply subject.
+func (c *client) sendNoResponders(reply []byte) {
+	r := c.acc.subs.Match(reply)
+	for _, sub := range r.Plain {
+		if sub.client == c {
+			c.deliver(sub, reply, nil, len(noRespondersHdr), []byte(noRespondersHdr))
+			return
+		}
+	}
+}
+
+// deliver queues one MSG/HMSG on the subscriber's connection. The waking
+// of its flusher is deferred to the end of the publisher's read batch, so
+// many messages share one write.
+func (c *client) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) {
+	if max := sub.max.Load(); max > 0 {
+		n := sub.delivered.Add(1)
+		if n > max {
+			return
+		}
+		if n == max {
+			defer sub.client.unsubscribe(sub)
+		}
+	} else {
+		sub.delivered.Add(1)
+	}
+	dst := sub.client
+	if hdrLen >= 0 && !dst.headers.Load() {
+		// The subscriber cannot parse headers: it gets the payload alone.
+		msg = msg[hdrLen:]
+		hdrLen = -1
+	}
+	o := dst.out
+	o.mu.Lock()
+	if o.mu.stop {
+		o.mu.Unlock()
+		return
+	}
+	// Room for the control line's numbers and separators, then the body:
+	// appending in place cannot reallocate the chunk.
+	o.roomLocked(len(subj) + len(sub.sid) + len(reply) + 40 + len(msg))
+	before := len(o.mu.cur)
+	o.mu.cur = protocol.AppendMsgLine(o.mu.cur, subj, sub.sid, reply, hdrLen, len(msg))
+	o.mu.cur = append(o.mu.cur, msg...)
+	o.mu.cur = append(o.mu.cur, '\r', '\n')
+	o.mu.pending += int64(len(o.mu.cur) - before)
+	slow := o.mu.pending > c.srv.opts.MaxPending
+	wake := !o.mu.queued
+	o.mu.queued = true
+	stall := o.stallLocked(c.srv.opts.MaxPending)
+	o.mu.Unlock()
+	if stall != nil {
+		c.stall = stall
+	}
+
+	dst.outMsgs.Add(1)
+	dst.outBytes.Add(uint64(len(msg)))
+	c.srv.stats.outMsgs.Add(1)
+	c.srv.stats.outBytes.Add(uint64(len(msg)))
+	if slow {
+		dst.slowConsumer(reasonSlowConsumer)
+		return
+	}
+	if wake {
+		c.pcd = append(c.pcd, dst)
+	}
+}
+
+// queue appends raw protocol bytes to the client's own outbound queue.
+// Callers arrange for the flusher to be woken.
+func (c *client) queue(b []byte) {
+	o := c.out
+	o.mu.Lock()
+	if !o.mu.stop {
+		o.appendLocked(b)
+	}
+	o.mu.Unlock()
+}
+
+// wakePending wakes the flushers of every client this read batch queued
+// data for.
+// If a subscriber's backlog is near its limit, the read loop then pauses
+// briefly (as nats-server does) so the publisher's TCP window does the
+// throttling; a subscriber that stays stuck is cut off at max_pending.
+func (c *client) wakePending() {
+	for i, dst := range c.pcd {
+		dst.out.wake()
+		c.pcd[i] = nil
+	}
+	c.pcd = c.pcd[:0]
+	if c.stall != nil {
+		t := time.NewTimer(stallWait)
+		select {
+		case <-c.stall:
+		case <-t.C:
+		}
+		t.Stop()
+		c.stall = nil
+	}
+}
+
+// stallWait bounds how long one read batch waits for a backlogged
+// subscriber to drain.
+const stallWait = 5 * time.Millisecond
+
+// sendErr queues -ERR and wakes the flusher at once.
+func (c *client) sendErr(text string) {
+	c.queue(protocol.AppendErr(nil, text))
+	c.out.wake()
+}
