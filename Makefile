@@ -1,0 +1,46 @@
+# The project's commands. `make test` is what CI runs: it installs the
+# stock tools the tests drive (natscli, nats-server as a reference,
+# staticcheck) and then runs every check.
+
+GO        ?= go
+GOBIN     := $(shell $(GO) env GOPATH)/bin
+export PATH := $(GOBIN):$(PATH)
+
+NATSCLI_VERSION     := v0.5.0
+NATSSERVER_VERSION  := v2.15.2
+STATICCHECK_VERSION := v0.8.2
+FUZZTIME            ?= 15s
+
+.PHONY: test tools vet lint unit fuzz bench run
+
+## test: everything CI checks
+test: tools vet lint unit fuzz
+
+## tools: the stock clients and reference server the tests use
+tools:
+	@$(GOBIN)/nats --version 2>/dev/null | grep -qx '$(NATSCLI_VERSION)' || $(GO) install github.com/nats-io/natscli/nats@$(NATSCLI_VERSION)
+	@$(GOBIN)/nats-server --version 2>/dev/null | grep -q '$(NATSSERVER_VERSION)' || $(GO) install github.com/nats-io/nats-server/v2@$(NATSSERVER_VERSION)
+	@$(GOBIN)/staticcheck -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)' || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+vet:
+	$(GO) vet ./...
+
+lint:
+	staticcheck ./...
+
+unit:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+## fuzz: a short run of every fuzz target, on top of the checked-in corpus
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./dataplane/protocol
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./dataplane/config/conf
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./dataplane/config
+
+## bench: Contrail against nats-server with the same nats bench workloads
+bench:
+	$(GO) run ./bench
+
+## run: a data-plane node on the default ports
+run:
+	$(GO) run ./cmd/contrail dataplane
