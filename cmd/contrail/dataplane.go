@@ -75,12 +75,15 @@ func (f *dataplaneFlags) options() (*config.Options, error) {
 			if err != nil {
 				return nil, fmt.Errorf("--monitor-addr: %w", err)
 			}
+			if port == 0 {
+				port = -1 // a free port, as nats-server spells it
+			}
 			opts.HTTPHost, opts.HTTPPort = host, port
 		}
 	}
 	if f.tlsCert != "" || f.tlsKey != "" {
 		if opts.TLS == nil {
-			opts.TLS = &config.TLSOptions{}
+			opts.TLS = &config.TLSOptions{Timeout: config.DefaultTLSTimeout}
 		}
 		opts.TLS.CertFile, opts.TLS.KeyFile = f.tlsCert, f.tlsKey
 	}
@@ -157,9 +160,13 @@ func serveDataplane(ctx context.Context, opts *config.Options, log *slog.Logger)
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve() }()
 	var mon *monitor.Monitor
-	if opts.HTTPPort > 0 || opts.HTTPHost != "" {
+	if opts.HTTPPort != 0 {
 		mon = monitor.New(srv, log)
-		addr := net.JoinHostPort(opts.HTTPHost, strconv.Itoa(opts.HTTPPort))
+		host := opts.HTTPHost
+		if host == "" {
+			host = opts.Host
+		}
+		addr := net.JoinHostPort(host, strconv.Itoa(max(opts.HTTPPort, 0)))
 		if err := mon.Listen(addr); err != nil {
 			srv.Shutdown(context.Background())
 			return err

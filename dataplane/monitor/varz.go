@@ -85,7 +85,7 @@ func (m *Monitor) varz(w http.ResponseWriter, r *http.Request) {
 		GoVersion:        runtime.Version(),
 		Host:             opts.Host,
 		Port:             opts.Port,
-		TLSRequired:      opts.TLS != nil,
+		TLSRequired:      opts.TLS != nil && !opts.AllowNonTLS,
 		MaxConn:          opts.MaxConnections,
 		PingInterval:     opts.PingInterval,
 		MaxPingsOut:      opts.PingMax,

@@ -117,11 +117,14 @@ func (c *client) logger() *slog.Logger {
 // handle runs a connection from accept to close.
 func (s *Server) handle(conn net.Conn) {
 	c := s.newClient(conn)
-	if s.tls != nil && s.opts.TLS.HandshakeFirst {
-		if !c.handshake() {
-			return
-		}
+	tlsFirst := s.tls != nil && s.opts.TLS.HandshakeFirst
+	if tlsFirst && s.opts.TLS.HandshakeFirstFallback > 0 {
+		tlsFirst = c.clientSpeaksFirst(s.opts.TLS.HandshakeFirstFallback)
 	}
+	if tlsFirst && !c.handshake() {
+		return
+	}
+	conn = c.netConn()
 	if refusal, ok := s.register(c); !ok {
 		if refusal != "" {
 			s.log.Warn("connection refused", "remote", conn.RemoteAddr().String(), "reason", refusal)
@@ -139,11 +142,9 @@ func (s *Server) handle(conn net.Conn) {
 		return
 	}
 	conn.SetWriteDeadline(time.Time{})
-	if s.tls != nil && !s.opts.TLS.HandshakeFirst {
-		if !c.handshake() {
-			c.close(reasonTLS, false)
-			return
-		}
+	if s.tls != nil && !tlsFirst && c.wantsTLS() && !c.handshake() {
+		c.close(reasonTLS, false)
+		return
 	}
 	s.wg.Add(1)
 	go func() {
@@ -153,6 +154,49 @@ func (s *Server) handle(conn net.Conn) {
 	c.logger().Debug("client connected")
 	c.schedulePing()
 	c.readLoop()
+}
+
+// wantsTLS reports whether the client must (or, where TLS is optional,
+// chose to) upgrade after INFO: an optional-TLS client opts in by starting
+// a handshake, whose first byte is a TLS handshake record (0x16).
+func (c *client) wantsTLS() bool {
+	if !c.srv.opts.AllowNonTLS {
+		return true
+	}
+	if !c.clientSpeaksFirst(c.srv.opts.TLS.Timeout) {
+		return false
+	}
+	return c.conn.(*replayConn).first[0] == 0x16
+}
+
+// clientSpeaksFirst waits up to d for the client's first byte. A client
+// that starts a TLS handshake at once gets TLS first; one that waits for
+// INFO gets it in the usual order. The byte read is replayed.
+func (c *client) clientSpeaksFirst(d time.Duration) bool {
+	c.conn.SetReadDeadline(time.Now().Add(d))
+	var b [1]byte
+	n, _ := c.conn.Read(b[:])
+	c.conn.SetReadDeadline(time.Time{})
+	if n == 0 {
+		return false
+	}
+	c.conn = &replayConn{Conn: c.conn, first: b[:n]}
+	return true
+}
+
+// replayConn hands back bytes already read before reading the socket.
+type replayConn struct {
+	net.Conn
+	first []byte
+}
+
+func (r *replayConn) Read(p []byte) (int, error) {
+	if len(r.first) > 0 {
+		n := copy(p, r.first)
+		r.first = r.first[n:]
+		return n, nil
+	}
+	return r.Conn.Read(p)
 }
 
 // handshake upgrades the connection to TLS within the configured timeout.

@@ -49,7 +49,8 @@ func (s *Server) infoFor(c *client) []byte {
 		info.Port = a.Port
 	}
 	if s.tls != nil {
-		info.TLSRequired = true
+		info.TLSRequired = !s.opts.AllowNonTLS
+		info.TLSAvailable = s.opts.AllowNonTLS
 		info.TLSVerify = s.opts.TLS.Verify
 	}
 	b, _ := json.Marshal(&info) // a plain struct cannot fail to marshal

@@ -104,7 +104,7 @@ func (s *Server) Options() *config.Options { return s.opts }
 // Listen binds the client port. It is separate from Serve so callers learn
 // the bound address (port 0 picks a free one) before serving.
 func (s *Server) Listen() error {
-	addr := net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port))
+	addr := net.JoinHostPort(s.opts.Host, strconv.Itoa(max(s.opts.Port, 0))) // -1: any free port
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)

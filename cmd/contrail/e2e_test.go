@@ -1,0 +1,75 @@
+package main
+
+// End-to-end tests: they build the real contrail binary once, start one
+// node per test on free loopback ports, and drive it with stock clients:
+// nats.go, the nats CLI, and raw TCP where the exact bytes matter. Where
+// behaviour is compared, nats-server itself is started as the reference.
+//
+// Files:
+//   e2e_helpers_test.go   node and reference-server lifecycle, raw conns,
+//                         HTTP and polling helpers
+//   e2e_core_test.go      pub/sub, wildcards, queues, request/reply, echo
+//   e2e_protocol_test.go  raw protocol framing, errors, max payload
+//   e2e_limits_test.go    slow consumers, stale connections, max conns,
+//                         signals
+//   e2e_tls_test.go       TLS by flag and by config, mTLS, TLS first
+//   e2e_cli_test.go       the contrail command line and the nats CLI
+//   e2e_monitor_test.go   /healthz /varz /connz /subsz
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"testing"
+)
+
+// e2eVersion is stamped into the test binary so `contrail version` can be
+// checked for it.
+const e2eVersion = "e2e-test-1.2.3"
+
+// contrailBin is the binary TestMain built.
+var contrailBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "contrail-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: temp dir:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	contrailBin = filepath.Join(dir, "contrail")
+	args := []string{"build", "-o", contrailBin, "-ldflags", "-X main.version=" + e2eVersion}
+	if raceEnabled() {
+		// The node runs under the race detector too, so races in the
+		// server under real client traffic fail the test that caused them.
+		args = append(args, "-race")
+	}
+	args = append(args, ".")
+	build := exec.Command("go", args...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: building contrail:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// raceEnabled reports whether this test binary was built with -race.
+func raceEnabled() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}

@@ -1,0 +1,177 @@
+package config
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/config/conf"
+)
+
+var tlsFields = map[string]field[TLSOptions]{
+	"cert_file":       stringField(func(t *TLSOptions) *string { return &t.CertFile }),
+	"key_file":        stringField(func(t *TLSOptions) *string { return &t.KeyFile }),
+	"ca_file":         stringField(func(t *TLSOptions) *string { return &t.CAFile }),
+	"verify":          boolField(func(t *TLSOptions) *bool { return &t.Verify }),
+	"timeout":         durationField(func(t *TLSOptions) *time.Duration { return &t.Timeout }),
+	"handshake_first": handshakeFirstField,
+	"first":           handshakeFirstField,
+	"immediate":       handshakeFirstField,
+}
+
+// tlsUnsupported are nats-server tls keys Contrail does not implement.
+var tlsUnsupported = setOf(
+	"verify_and_map", "verify_cert_and_check_known_urls", "insecure",
+	"cipher_suites", "curve_preferences", "pinned_certs", "cert_store",
+	"cert_match_by", "cert_match", "cert_match_skip_invalid",
+	"ca_certs_match", "ocsp_peer", "certs", "min_version",
+	"connection_rate_limit",
+)
+
+var jetStreamFields = map[string]field[JetStreamOptions]{
+	"enabled":          boolField(func(j *JetStreamOptions) *bool { return &j.Enabled }),
+	"enable":           boolField(func(j *JetStreamOptions) *bool { return &j.Enabled }),
+	"store_dir":        stringField(func(j *JetStreamOptions) *string { return &j.StoreDir }),
+	"storedir":         stringField(func(j *JetStreamOptions) *string { return &j.StoreDir }),
+	"store":            stringField(func(j *JetStreamOptions) *string { return &j.StoreDir }),
+	"max_memory_store": sizeField(func(j *JetStreamOptions) *int64 { return &j.MaxMemory }),
+	"max_mem_store":    sizeField(func(j *JetStreamOptions) *int64 { return &j.MaxMemory }),
+	"max_mem":          sizeField(func(j *JetStreamOptions) *int64 { return &j.MaxMemory }),
+	"max_file_store":   sizeField(func(j *JetStreamOptions) *int64 { return &j.MaxStore }),
+	"max_file":         sizeField(func(j *JetStreamOptions) *int64 { return &j.MaxStore }),
+	"sync_interval":    syncField,
+	"sync":             syncField,
+	"domain":           stringField(func(j *JetStreamOptions) *string { return &j.Domain }),
+}
+
+// jetStreamUnsupported are nats-server jetstream keys Contrail does not
+// implement.
+var jetStreamUnsupported = setOf(
+	"key", "ek", "encryption_key", "prev_key", "prev_ek",
+	"prev_encryption_key", "cipher", "extension_hint", "limits",
+	"unique_tag", "max_outstanding_catchup", "max_buffered_msgs",
+	"max_buffered_size", "request_queue_limit", "strict", "tpm",
+	"max_catchup", "max_ha_assets",
+)
+
+func tlsField(d *decoder, o *Options, path string, v *conf.Value) {
+	if v.Kind != conf.KindMap {
+		d.typeErr(path, v, "map")
+		return
+	}
+	t := &TLSOptions{Timeout: DefaultTLSTimeout}
+	decodeMap(d, t, path, v.Map, tlsFields, tlsUnsupported)
+	o.TLS = t
+}
+
+// handshakeFirstField takes nats-server's forms: a boolean, "auto" (TLS
+// first with the default fallback delay), or a fallback duration.
+func handshakeFirstField(d *decoder, t *TLSOptions, path string, v *conf.Value) {
+	switch v.Kind {
+	case conf.KindBool:
+		t.HandshakeFirst, t.HandshakeFirstFallback = v.Bool, 0
+		return
+	case conf.KindString:
+		switch strings.ToLower(v.Str) {
+		case "true", "on":
+			t.HandshakeFirst, t.HandshakeFirstFallback = true, 0
+		case "false", "off":
+			t.HandshakeFirst, t.HandshakeFirstFallback = false, 0
+		case "auto", "auto_fallback":
+			t.HandshakeFirst, t.HandshakeFirstFallback = true, DefaultHandshakeFirstFallback
+		default:
+			dur, err := time.ParseDuration(v.Str)
+			if err != nil {
+				d.fail(v.Pos, nil, "%s: invalid value %q (want a boolean, \"auto\" or a duration)", path, v.Str)
+				return
+			}
+			t.HandshakeFirst, t.HandshakeFirstFallback = true, dur
+		}
+		return
+	}
+	d.typeErr(path, v, `boolean, "auto" or duration`)
+}
+
+// jetStreamField takes a boolean, "enabled"/"disabled", or a block, which
+// enables JetStream unless it says `enabled: false`.
+func jetStreamField(d *decoder, o *Options, path string, v *conf.Value) {
+	js := o.jetStream()
+	switch v.Kind {
+	case conf.KindBool:
+		js.Enabled = v.Bool
+	case conf.KindString:
+		switch strings.ToLower(v.Str) {
+		case "enabled", "enable":
+			js.Enabled = true
+		case "disabled", "disable":
+			js.Enabled = false
+		default:
+			d.fail(v.Pos, nil, "%s: expected \"enabled\" or \"disabled\", got %q", path, v.Str)
+		}
+	case conf.KindMap:
+		js.Enabled = true
+		decodeMap(d, js, path, v.Map, jetStreamFields, jetStreamUnsupported)
+	default:
+		d.typeErr(path, v, "boolean, \"enabled\" or map")
+	}
+}
+
+// topStoreDirField handles the top-level store_dir nats-server also takes.
+func topStoreDirField(d *decoder, o *Options, path string, v *conf.Value) {
+	stringField(func(j *JetStreamOptions) *string { return &j.StoreDir })(d, o.jetStream(), path, v)
+}
+
+func (o *Options) jetStream() *JetStreamOptions {
+	if o.JetStream == nil {
+		o.JetStream = &JetStreamOptions{SyncInterval: DefaultSyncInterval}
+	}
+	return o.JetStream
+}
+
+// syncField takes "always", a duration, or seconds.
+func syncField(d *decoder, j *JetStreamOptions, path string, v *conf.Value) {
+	if v.Kind == conf.KindString && strings.EqualFold(v.Str, "always") {
+		j.SyncAlways = true
+		return
+	}
+	if dur, ok := d.duration(path, v); ok {
+		j.SyncInterval, j.SyncAlways = dur, false
+	}
+}
+
+// sizeField takes an integer (suffixes as the parser reads them: 1G is
+// 10^9, 1GB is 2^30) or, as nats-server's JetStream limits also allow, a
+// string such as "1G" where K, M, G and T are powers of 1024.
+func sizeField(sel func(*JetStreamOptions) *int64) field[JetStreamOptions] {
+	return func(d *decoder, j *JetStreamOptions, path string, v *conf.Value) {
+		switch v.Kind {
+		case conf.KindInt:
+			*sel(j) = v.Int
+		case conf.KindString:
+			n, ok := storageSize(v.Str)
+			if !ok {
+				d.fail(v.Pos, nil, "%s: invalid size %q (want e.g. 512M or 1G)", path, v.Str)
+				return
+			}
+			*sel(j) = n
+		default:
+			d.typeErr(path, v, "size")
+		}
+	}
+}
+
+func storageSize(s string) (int64, bool) {
+	if s == "" {
+		return 0, true
+	}
+	shift, ok := map[byte]uint{'K': 10, 'M': 20, 'G': 30, 'T': 40}[s[len(s)-1]&^0x20]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s[:len(s)-1], 10, 64)
+	if err != nil || n > math.MaxInt64>>shift || n < math.MinInt64>>shift {
+		return 0, false
+	}
+	return n << shift, true
+}

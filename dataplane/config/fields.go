@@ -1,0 +1,111 @@
+package config
+
+import (
+	"time"
+
+	"github.com/contrail/contrail/dataplane/config/conf"
+)
+
+// topFields are the top-level keys Contrail understands, with the aliases
+// nats-server accepts for them.
+var topFields = map[string]field[Options]{
+	"listen":            listenField,
+	"host":              stringField(func(o *Options) *string { return &o.Host }),
+	"net":               stringField(func(o *Options) *string { return &o.Host }),
+	"port":              intField(func(o *Options) *int { return &o.Port }),
+	"http":              httpField,
+	"http_port":         intField(func(o *Options) *int { return &o.HTTPPort }),
+	"monitor_port":      intField(func(o *Options) *int { return &o.HTTPPort }),
+	"http_host":         stringField(func(o *Options) *string { return &o.HTTPHost }), // Contrail only
+	"max_payload":       intField(func(o *Options) *int32 { return &o.MaxPayload }),
+	"max_control_line":  intField(func(o *Options) *int32 { return &o.MaxControlLine }),
+	"max_connections":   intField(func(o *Options) *int { return &o.MaxConnections }),
+	"max_conn":          intField(func(o *Options) *int { return &o.MaxConnections }),
+	"max_pending":       intField(func(o *Options) *int64 { return &o.MaxPending }),
+	"ping_interval":     durationField(func(o *Options) *time.Duration { return &o.PingInterval }),
+	"ping_max":          intField(func(o *Options) *int { return &o.PingMax }),
+	"write_deadline":    durationField(func(o *Options) *time.Duration { return &o.WriteDeadline }),
+	"server_name":       stringField(func(o *Options) *string { return &o.ServerName }),
+	"debug":             boolField(func(o *Options) *bool { return &o.Debug }),
+	"trace":             boolField(func(o *Options) *bool { return &o.Trace }),
+	"tls":               tlsField,
+	"allow_non_tls":     boolField(func(o *Options) *bool { return &o.AllowNonTLS }),
+	"jetstream":         jetStreamField,
+	"store_dir":         topStoreDirField,
+	"storedir":          topStoreDirField,
+	"operator":          operatorField,
+	"operators":         operatorField,
+	"root":              operatorField,
+	"roots":             operatorField,
+	"root_operator":     operatorField,
+	"root_operators":    operatorField,
+	"resolver":          resolverField,
+	"account_resolver":  resolverField,
+	"accounts_resolver": resolverField,
+	"system_account":    stringField(func(o *Options) *string { return &o.SystemAccount }),
+	"system":            stringField(func(o *Options) *string { return &o.SystemAccount }),
+}
+
+// topUnsupported are nats-server top-level keys Contrail does not
+// implement. Naming them keeps users from hunting for a typo.
+var topUnsupported = setOf(
+	"cluster", "gateway", "leafnodes", "leaf", "websocket", "ws", "mqtt",
+	"accounts", "authorization", "no_auth_user", "mappings", "maps",
+	"https", "https_port", "http_base_path", "client_advertise",
+	"trace_verbose", "logtime", "logtime_utc", "logfile", "log_file",
+	"logfile_size_limit", "log_size_limit", "logfile_max_num", "syslog",
+	"remote_syslog", "pidfile", "pid_file", "ports_file_dir", "prof_port",
+	"max_subscriptions", "max_subs", "max_sub_tokens",
+	"max_subscription_tokens", "max_traced_msg_len",
+	"disable_sublist_cache", "no_sublist_cache", "ocsp", "ocsp_cache",
+	"lame_duck_duration", "lame_duck_grace_period",
+	"resolver_tls", "resolver_preload", "resolver_pinned_accounts",
+	"no_system_account", "no_system", "no_sys_acc", "no_header_support",
+	"trusted", "trusted_keys", "connect_error_reports",
+	"reconnect_error_reports", "server_tags", "default_js_domain",
+	"write_deadline_policy", "max_closed_clients",
+)
+
+func setOf(keys ...string) map[string]bool {
+	s := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		s[k] = true
+	}
+	return s
+}
+
+// listenField handles `listen: port` and `listen: host:port`. A bare port
+// resets the host to the default, as nats-server does.
+func listenField(d *decoder, o *Options, path string, v *conf.Value) {
+	host, port, ok := d.hostPort(path, v)
+	if !ok {
+		return
+	}
+	if host == "" {
+		host = DefaultHost
+	}
+	o.Host, o.Port = host, port
+}
+
+// httpField handles `http: port` and `http: host:port` for monitoring.
+func httpField(d *decoder, o *Options, path string, v *conf.Value) {
+	if host, port, ok := d.hostPort(path, v); ok {
+		o.HTTPHost, o.HTTPPort = host, port
+	}
+}
+
+func operatorField(d *decoder, o *Options, path string, v *conf.Value) {
+	if v.Kind == conf.KindArray {
+		d.fail(v.Pos, ErrUnsupported, "%s: a list of operators is not supported by Contrail yet; give one", path)
+		return
+	}
+	stringField(func(o *Options) *string { return &o.Operator })(d, o, path, v)
+}
+
+func resolverField(d *decoder, o *Options, path string, v *conf.Value) {
+	if v.Kind == conf.KindMap {
+		d.fail(v.Pos, ErrUnsupported, "%s: the directory resolver block is not supported by Contrail yet", path)
+		return
+	}
+	stringField(func(o *Options) *string { return &o.Resolver })(d, o, path, v)
+}

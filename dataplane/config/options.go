@@ -1,0 +1,188 @@
+// Package config turns a nats-server style configuration file into the
+// typed options the Contrail data plane runs with.
+//
+// Decoding is strict where nats-server is lenient or silent: an unknown key
+// is an error naming its line (a typo should not quietly fall back to a
+// default), and a nats-server feature Contrail lacks is reported as such
+// rather than ignored. All problems are collected and returned together so
+// one run shows everything that needs fixing.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/config/conf"
+)
+
+// Defaults, matching nats-server so a file written for it behaves the same.
+const (
+	DefaultHost           = "0.0.0.0"
+	DefaultPort           = 4222
+	DefaultMaxPayload     = 1 << 20 // 1 MiB
+	DefaultMaxControlLine = 4096
+	DefaultMaxConnections = 64 * 1024
+	DefaultMaxPending     = 64 << 20 // 64 MiB
+	DefaultPingInterval   = 2 * time.Minute
+	DefaultPingMax        = 2
+	DefaultWriteDeadline  = 10 * time.Second
+	DefaultTLSTimeout     = 2 * time.Second
+	// DefaultHandshakeFirstFallback is how long a TLS-first server waits
+	// for a client's handshake before sending INFO in plain text, when
+	// handshake_first is "auto".
+	DefaultHandshakeFirstFallback = 50 * time.Millisecond
+	// DefaultSyncInterval is how often JetStream flushes files to disk.
+	DefaultSyncInterval = 2 * time.Minute
+	// MaxPayloadLimit is the largest max_payload nats-server accepts.
+	MaxPayloadLimit = 64 << 20
+)
+
+// Options are the data-plane settings. Build them with Default, Parse or
+// ParseFile; the zero value is not usable.
+type Options struct {
+	Host string
+	// Port is the client port; -1 asks for a random free port, as in
+	// nats-server.
+	Port int
+	// HTTPHost is the monitoring bind address; empty means Host.
+	HTTPHost string
+	// HTTPPort is the monitoring port; 0 disables monitoring.
+	HTTPPort int
+
+	MaxPayload     int32
+	MaxControlLine int32
+	MaxConnections int
+	// MaxPending is the outbound buffer per connection, in bytes, beyond
+	// which the client is cut off as a slow consumer.
+	MaxPending    int64
+	PingInterval  time.Duration
+	PingMax       int
+	WriteDeadline time.Duration
+
+	ServerName   string
+	Debug, Trace bool
+
+	// TLS is nil when the file has no tls block.
+	TLS *TLSOptions
+	// AllowNonTLS offers TLS without requiring it (INFO says
+	// tls_available): each client chooses by what it sends first.
+	AllowNonTLS bool
+	// JetStream is nil when the file does not mention JetStream.
+	JetStream *JetStreamOptions
+
+	// Operator, Resolver and SystemAccount are kept verbatim for the
+	// decentralised-auth work that will interpret them.
+	Operator      string
+	Resolver      string
+	SystemAccount string
+}
+
+// TLSOptions is the client-facing TLS setup. File paths are relative to
+// the working directory, as in nats-server.
+type TLSOptions struct {
+	CertFile, KeyFile, CAFile string
+	// Verify requires and checks client certificates.
+	Verify bool
+	// Timeout bounds the TLS handshake.
+	Timeout time.Duration
+	// HandshakeFirst makes the server expect a TLS handshake before it
+	// sends INFO. A non-zero HandshakeFirstFallback makes that optional:
+	// after waiting that long the server falls back to INFO first.
+	HandshakeFirst         bool
+	HandshakeFirstFallback time.Duration
+}
+
+// JetStreamOptions configures persistence.
+type JetStreamOptions struct {
+	Enabled  bool
+	StoreDir string
+	// MaxMemory and MaxStore are byte limits; 0 lets the server size them
+	// from the machine, as nats-server does.
+	MaxMemory, MaxStore int64
+	SyncInterval        time.Duration
+	// SyncAlways flushes every write (`sync_interval: always`).
+	SyncAlways bool
+	Domain     string
+}
+
+var (
+	// ErrUnknownKey marks a key that neither Contrail nor nats-server
+	// knows, usually a typo.
+	ErrUnknownKey = errors.New("unknown configuration key")
+	// ErrUnsupported marks a nats-server option Contrail does not
+	// implement, so callers can tell "fix your file" from "not yet".
+	ErrUnsupported = errors.New("option not supported by Contrail")
+)
+
+// FieldError is one problem in a configuration file. Error renders it as
+// `line 7: unknown key "lsiten"`, naming the file too when the line is in
+// an included file.
+type FieldError struct {
+	// File is set only when the problem is in an included file.
+	File string
+	Line int
+	Msg  string
+	// Err is ErrUnknownKey, ErrUnsupported or nil.
+	Err error
+}
+
+// Error renders the problem with its line.
+func (e *FieldError) Error() string {
+	if e.File != "" {
+		return fmt.Sprintf("%s: line %d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+}
+
+// Unwrap lets errors.Is find ErrUnknownKey and ErrUnsupported.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Default returns nats-server's defaults, the base a file is applied on.
+func Default() *Options {
+	return &Options{
+		Host:           DefaultHost,
+		Port:           DefaultPort,
+		MaxPayload:     DefaultMaxPayload,
+		MaxControlLine: DefaultMaxControlLine,
+		MaxConnections: DefaultMaxConnections,
+		MaxPending:     DefaultMaxPending,
+		PingInterval:   DefaultPingInterval,
+		PingMax:        DefaultPingMax,
+		WriteDeadline:  DefaultWriteDeadline,
+	}
+}
+
+// ParseFile reads a configuration file and applies it over Default. It does
+// not call Validate, so command-line overrides can be applied first.
+func ParseFile(path string) (*Options, error) {
+	m, err := conf.ParseFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return decode(m, path)
+}
+
+// Parse is ParseFile for configuration text already in memory; name is used
+// in error positions and to resolve relative includes.
+func Parse(data []byte, name string) (*Options, error) {
+	return parseWith(&conf.Parser{}, data, name)
+}
+
+func parseWith(p *conf.Parser, data []byte, name string) (*Options, error) {
+	m, err := p.Parse(data, name)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return decode(m, name)
+}
+
+func decode(m *conf.Map, file string) (*Options, error) {
+	d := &decoder{file: file}
+	o := Default()
+	decodeMap(d, o, "", m, topFields, topUnsupported)
+	if len(d.errs) > 0 {
+		return nil, errors.Join(d.errs...)
+	}
+	return o, nil
+}

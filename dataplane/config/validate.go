@@ -1,0 +1,99 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Validate checks the options as a whole, after the file and any
+// command-line overrides are applied, and reports every problem at once.
+func (o *Options) Validate() error {
+	if o == nil {
+		return errors.New("config: no options")
+	}
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf(format, args...))
+	}
+	checkPort(add, "port", o.Port)
+	checkPort(add, "http_port", o.HTTPPort)
+	if o.MaxPayload <= 0 || o.MaxPayload > MaxPayloadLimit {
+		add("max_payload: %d is out of range [1, %d]", o.MaxPayload, MaxPayloadLimit)
+	}
+	if o.MaxControlLine <= 0 {
+		add("max_control_line: %d must be positive", o.MaxControlLine)
+	}
+	if o.MaxConnections <= 0 {
+		add("max_connections: %d must be positive", o.MaxConnections)
+	}
+	if o.MaxPending <= 0 {
+		add("max_pending: %d must be positive", o.MaxPending)
+	} else if int64(o.MaxPayload) > o.MaxPending {
+		add("max_payload (%d) cannot be larger than max_pending (%d)", o.MaxPayload, o.MaxPending)
+	}
+	if o.PingInterval <= 0 {
+		add("ping_interval: %v must be positive", o.PingInterval)
+	}
+	if o.PingMax < 1 {
+		add("ping_max: %d must be at least 1", o.PingMax)
+	}
+	if o.WriteDeadline <= 0 {
+		add("write_deadline: %v must be positive", o.WriteDeadline)
+	}
+	if strings.ContainsAny(o.ServerName, " \t\r\n") {
+		add("server_name: %q cannot contain white space", o.ServerName)
+	}
+	errs = append(errs, o.TLS.validate()...)
+	errs = append(errs, o.JetStream.validate()...)
+	return errors.Join(errs...)
+}
+
+// checkPort allows -1, nats-server's "pick a random port".
+func checkPort(add func(string, ...any), name string, port int) {
+	if port < -1 || port > 65535 {
+		add("%s: %d is out of range [-1, 65535]", name, port)
+	}
+}
+
+func (t *TLSOptions) validate() []error {
+	if t == nil {
+		return nil
+	}
+	var errs []error
+	switch {
+	case t.CertFile == "" && t.KeyFile == "":
+		errs = append(errs, errors.New("tls: cert_file and key_file are required"))
+	case t.KeyFile == "":
+		errs = append(errs, errors.New("tls: cert_file is set but key_file is not"))
+	case t.CertFile == "":
+		errs = append(errs, errors.New("tls: key_file is set but cert_file is not"))
+	}
+	if t.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("tls.timeout: %v cannot be negative", t.Timeout))
+	}
+	if t.HandshakeFirstFallback < 0 {
+		errs = append(errs, fmt.Errorf("tls.handshake_first: fallback %v cannot be negative", t.HandshakeFirstFallback))
+	}
+	return errs
+}
+
+func (j *JetStreamOptions) validate() []error {
+	if j == nil {
+		return nil
+	}
+	var errs []error
+	if j.MaxMemory < -1 {
+		errs = append(errs, fmt.Errorf("jetstream.max_memory_store: %d cannot be negative", j.MaxMemory))
+	}
+	if j.MaxStore < -1 {
+		errs = append(errs, fmt.Errorf("jetstream.max_file_store: %d cannot be negative", j.MaxStore))
+	}
+	if j.SyncInterval < 0 {
+		errs = append(errs, fmt.Errorf("jetstream.sync_interval: %v cannot be negative", j.SyncInterval))
+	}
+	if strings.ContainsAny(j.Domain, " \t\r\n*>") {
+		errs = append(errs, fmt.Errorf("jetstream.domain: %q cannot contain white space, '*' or '>'", j.Domain))
+	}
+	return errs
+}
