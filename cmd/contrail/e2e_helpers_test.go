@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +44,12 @@ type proc struct {
 	out     *syncBuffer   // stdout and stderr together
 	exited  chan struct{} // closed once the process has been reaped
 	waitErr error         // set before exited is closed
+	// signaled is set once the test signals the process; exiting before
+	// that is a crash.
+	signaled atomic.Bool
+	// cleanExit makes stop require exit status 0 after SIGTERM (contrail
+	// promises it; the reference server is not under test).
+	cleanExit bool
 }
 
 // syncBuffer is a bytes.Buffer safe for the exec copier and readers.
@@ -66,6 +73,7 @@ func (b *syncBuffer) String() string {
 func startProc(t testing.TB, name, bin string, args ...string) (*proc, error) {
 	p := &proc{t: t, name: name, out: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = childEnv()
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
@@ -75,6 +83,12 @@ func startProc(t testing.TB, name, bin string, args ...string) (*proc, error) {
 		close(p.exited)
 	}()
 	return p, nil
+}
+
+// childEnv is the environment of started processes. A race-enabled
+// binary otherwise sleeps a second at exit, waiting for late reports.
+func childEnv() []string {
+	return append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=50"))
 }
 
 // running reports whether the process has not exited yet.
@@ -90,6 +104,7 @@ func (p *proc) running() bool {
 // signal sends sig to the process.
 func (p *proc) signal(sig os.Signal) {
 	p.t.Helper()
+	p.signaled.Store(true)
 	if err := p.cmd.Process.Signal(sig); err != nil && p.running() {
 		p.t.Fatalf("%s: signal %v: %v", p.name, sig, err)
 	}
@@ -122,12 +137,26 @@ func (p *proc) wait(timeout time.Duration) (code int, ok bool) {
 // time. It reports a node that had to be killed, and any data race the
 // race-enabled binary printed.
 func (p *proc) stop() {
-	if p.running() {
+	switch {
+	case !p.running():
+		if !p.signaled.Load() {
+			p.t.Errorf("%s exited by itself while the test ran: %v", p.name, p.waitErr)
+		}
+	case p.t.Failed():
+		// Keep the state for the log; a failed test gets no grace.
+		p.cmd.Process.Kill()
+		p.wait(stopTimeout)
+	default:
+		p.signaled.Store(true)
 		p.cmd.Process.Signal(syscall.SIGTERM)
-		if _, ok := p.wait(stopTimeout); !ok {
+		code, ok := p.wait(stopTimeout)
+		switch {
+		case !ok:
 			p.cmd.Process.Kill()
 			p.wait(stopTimeout)
 			p.t.Errorf("%s did not exit within %v of SIGTERM; killed", p.name, stopTimeout)
+		case code != 0 && p.cleanExit:
+			p.t.Errorf("%s exited with status %d after SIGTERM, want 0", p.name, code)
 		}
 	}
 	out := p.out.String()
@@ -222,6 +251,7 @@ func tryStartNode(t testing.TB, o nodeOpts, dir string) (*node, error) {
 		return nil, err
 	}
 	n.proc = p
+	p.cleanExit = true
 	scheme := "nats"
 	if o.tls {
 		scheme = "tls"
@@ -288,6 +318,7 @@ func runContrail(t testing.TB, args ...string) (code int, stdout, stderr string)
 	t.Helper()
 	var out, errb bytes.Buffer
 	cmd := exec.Command(contrailBin, args...)
+	cmd.Env = childEnv()
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	done := make(chan error, 1)
 	if err := cmd.Start(); err != nil {
@@ -316,28 +347,66 @@ func runContrail(t testing.TB, args ...string) (code int, stdout, stderr string)
 // ---------------------------------------------------------------------
 // Stock tools
 
-// findTool finds an installed Go tool on PATH or in $(go env GOPATH)/bin,
-// failing the test with how to install it when it is missing: these tests
-// prove compatibility with the stock tools and must not pass without them.
-func findTool(t testing.TB, name, install string) string {
+// findTool finds an installed Go tool on PATH or in $(go env GOPATH)/bin
+// and checks its version, failing the test with how to install it when it
+// is missing or another version: these tests prove compatibility with the
+// stock tools, and must not pass without them.
+func findTool(t testing.TB, name, pkg, version string) string {
 	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
+	toolsMu.Lock()
+	defer toolsMu.Unlock()
+	if r, ok := tools[name]; ok {
+		if r.err != "" {
+			t.Fatal(r.err)
+		}
+		return r.path
 	}
-	if gopath, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		for _, dir := range filepath.SplitList(strings.TrimSpace(string(gopath))) {
-			p := filepath.Join(dir, "bin", name)
-			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-				return p
-			}
+	install := fmt.Sprintf("go install %s@%s", pkg, version)
+	path, err := lookTool(name)
+	r := toolResult{path: path}
+	switch {
+	case err != nil:
+		r.err = fmt.Sprintf("%s not found on PATH or in $(go env GOPATH)/bin; run `%s` (`make tools` does)", name, install)
+	default:
+		out, err := exec.Command(path, "--version").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), version) {
+			r.err = fmt.Sprintf("%s is %q (%v), the tests need %s; run `%s` (`make tools` does)",
+				path, strings.TrimSpace(string(out)), err, version, install)
 		}
 	}
-	t.Fatalf("%s not found on PATH or in $(go env GOPATH)/bin; install it with `%s` (`make tools` does)", name, install)
-	return ""
+	tools[name] = r
+	if r.err != "" {
+		t.Fatal(r.err)
+	}
+	return r.path
+}
+
+var (
+	toolsMu sync.Mutex
+	tools   = map[string]toolResult{} // by name; guarded by toolsMu
+)
+
+type toolResult struct{ path, err string }
+
+func lookTool(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	gopath, err := exec.Command("go", "env", "GOPATH").Output()
+	if err != nil {
+		return "", err
+	}
+	for _, dir := range filepath.SplitList(strings.TrimSpace(string(gopath))) {
+		p := filepath.Join(dir, "bin", name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
 }
 
 func natsCLI(t testing.TB) string {
-	return findTool(t, "nats", "go install github.com/nats-io/natscli/nats@v0.5.0")
+	return findTool(t, "nats", "github.com/nats-io/natscli/nats", "v0.5.0")
 }
 
 // refServer is a real nats-server, started as the reference that
@@ -352,7 +421,7 @@ type refServer struct {
 // are added to its command line.
 func startNatsServer(t testing.TB, extra ...string) *refServer {
 	t.Helper()
-	bin := findTool(t, "nats-server", "go install github.com/nats-io/nats-server/v2@v2.15.2")
+	bin := findTool(t, "nats-server", "github.com/nats-io/nats-server/v2", "v2.15.2")
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		addr, mon := freeAddr(t), freeAddr(t)
@@ -586,22 +655,30 @@ func hostPort(t testing.TB, addr string) (string, int) {
 // getJSON GETs url and decodes the JSON body into v.
 func getJSON(t testing.TB, url string, v any) {
 	t.Helper()
+	if err := fetchJSON(url, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fetchJSON is getJSON returning the error; safe off the test goroutine.
+func fetchJSON(url string, v any) error {
 	client := &http.Client{Timeout: ioTimeout}
 	resp, err := client.Get(url)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		return fmt.Errorf("GET %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("GET %s: reading body: %v", url, err)
+		return fmt.Errorf("GET %s: reading body: %w", url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: status %d: %s", url, resp.StatusCode, body)
+		return fmt.Errorf("GET %s: status %d: %s", url, resp.StatusCode, body)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		t.Fatalf("GET %s: %v: %s", url, err, body)
+		return fmt.Errorf("GET %s: %w: %s", url, err, body)
 	}
+	return nil
 }
 
 // varz fetches /varz as a generic map.

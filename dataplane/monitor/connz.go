@@ -45,6 +45,10 @@ type connInfo struct {
 	SubsDetail   []subDetail `json:"subscriptions_list_detail,omitempty"`
 }
 
+// globalAccount is the account of clients in open mode; nats-server's
+// /connz leaves it out.
+const globalAccount = "$G"
+
 type subDetail struct {
 	Account string `json:"account,omitempty"`
 	Subject string `json:"subject"`
@@ -96,6 +100,7 @@ func (m *Monitor) connz(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "invalid state %q: only open connections are kept", st)
 		return
 	}
+	auth := q.Get("auth") == "1" || q.Get("auth") == "true"
 	subs := q.Get("subs")
 	detail := subs == "detail"
 	list := subs == "1" || subs == "true"
@@ -117,13 +122,15 @@ func (m *Monitor) connz(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	out := connz{ID: m.srv.ID(), Now: now.UTC(), Total: len(conns), Offset: offset, Limit: limit, Conns: []*connInfo{}}
 	for i := offset; i < len(conns) && len(out.Conns) < limit; i++ {
-		out.Conns = append(out.Conns, toConnInfo(&conns[i], now, list, detail))
+		out.Conns = append(out.Conns, toConnInfo(&conns[i], now, list, detail, auth))
 	}
 	out.NumConns = len(out.Conns)
 	writeJSON(w, r, &out)
 }
 
-func toConnInfo(c *server.ConnInfo, now time.Time, list, detail bool) *connInfo {
+// toConnInfo renders one connection. As in nats-server, the account is
+// shown only when asked for with auth=1, and not for the global account.
+func toConnInfo(c *server.ConnInfo, now time.Time, list, detail, auth bool) *connInfo {
 	ci := &connInfo{
 		Cid: c.CID, Kind: "Client", Type: "nats", IP: c.IP, Port: c.Port,
 		Start: c.Start.UTC(), LastActivity: c.LastActivity.UTC(),
@@ -131,7 +138,10 @@ func toConnInfo(c *server.ConnInfo, now time.Time, list, detail bool) *connInfo 
 		Pending: int(c.PendingBytes), InMsgs: int64(c.InMsgs), OutMsgs: int64(c.OutMsgs),
 		InBytes: int64(c.InBytes), OutBytes: int64(c.OutBytes), NumSubs: uint32(len(c.Subs)),
 		Name: c.Name, Lang: c.Lang, Version: c.Version,
-		TLSVersion: c.TLSVersion, TLSCipher: c.TLSCipher, Account: c.Account,
+		TLSVersion: c.TLSVersion, TLSCipher: c.TLSCipher,
+	}
+	if auth && c.Account != globalAccount {
+		ci.Account = c.Account
 	}
 	if c.RTT > 0 {
 		ci.RTT = c.RTT.String()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/contrail/contrail/dataplane/config"
 	"github.com/contrail/contrail/dataplane/server"
 )
 
@@ -95,6 +96,8 @@ func (m *Monitor) varz(w http.ResponseWriter, r *http.Request) {
 		MaxPayload:       int(opts.MaxPayload),
 		MaxPending:       opts.MaxPending,
 		WriteDeadline:    opts.WriteDeadline,
+		AuthTimeout:      2, // seconds, nats-server's default; auth arrives with operator mode
+		TLSTimeout:       config.DefaultTLSTimeout.Seconds(),
 		Start:            st.Start.UTC(),
 		Now:              now.UTC(),
 		Uptime:           uptime(now.Sub(st.Start)),
@@ -111,6 +114,7 @@ func (m *Monitor) varz(w http.ResponseWriter, r *http.Request) {
 		OutClientMsgs:    int64(st.OutMsgs),
 		OutClientBytes:   int64(st.OutBytes),
 		SlowConsumers:    int64(st.SlowConsumers),
+		StaleConns:       int64(st.StaleConnections),
 		Subscriptions:    uint32(st.Subscriptions),
 		ConfigLoadTime:   st.Start.UTC(),
 		SlowConsumerSt:   slowConsumerStats{Clients: st.SlowConsumers},

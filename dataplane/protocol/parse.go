@@ -102,11 +102,12 @@ func parse(buf []byte, lim Limits, op *Op) (n int, err error) {
 			op.Kind = KindHPub
 			return parsePub(buf, eol+1, args, lim, op)
 		case eqFold(verb, "PING"):
+			// Trailing text is ignored, as nats-server does.
 			op.Kind = KindPing
-			return eol + 1, noArgs(args)
+			return eol + 1, nil
 		case eqFold(verb, "PONG"):
 			op.Kind = KindPong
-			return eol + 1, noArgs(args)
+			return eol + 1, nil
 		case eqFold(verb, "-ERR"):
 			op.Kind = KindErr
 			op.Arg = args
@@ -128,13 +129,6 @@ func parse(buf []byte, lim Limits, op *Op) (n int, err error) {
 		}
 	}
 	return 0, ErrUnknownOp
-}
-
-func noArgs(args []byte) error {
-	if len(args) != 0 {
-		return ErrUnknownOp
-	}
-	return nil
 }
 
 // splitVerb separates the verb from the (trimmed) rest of the line.

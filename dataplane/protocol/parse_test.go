@@ -37,7 +37,7 @@ func TestParse(t *testing.T) {
 		{"negative size", "PUB foo -1\r\n", Op{}, 0, ErrUnknownOp},
 		{"too many args", "PUB a b c 1\r\n", Op{}, 0, ErrUnknownOp},
 		{"unknown", "FOO bar\r\n", Op{}, 0, ErrUnknownOp},
-		{"ping args", "PING x\r\n", Op{}, 0, ErrUnknownOp},
+		{"ping args", "PING x\r\n", Op{Kind: KindPing}, 8, nil},
 		{"sub no sid", "SUB foo\r\n", Op{}, 0, ErrUnknownOp},
 		{"hdr > total", "HPUB foo 10 5\r\n", Op{}, 0, ErrUnknownOp},
 		{"oversize", "PUB foo 2000000\r\n", Op{}, 0, ErrMaxPayload},

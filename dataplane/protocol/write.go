@@ -13,7 +13,7 @@ var (
 const (
 	ErrTextUnknownOp      = "Unknown Protocol Operation"
 	ErrTextMaxPayload     = "Maximum Payload Violation"
-	ErrTextControlLine    = "Maximum Control Line Exceeded"
+	ErrTextControlLine    = "maximum control line exceeded" // nats-server sends its error text here
 	ErrTextMaxConnections = "maximum connections exceeded"
 	ErrTextStale          = "Stale Connection"
 	ErrTextSlowConsumer   = "Slow Consumer"

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -94,7 +95,7 @@ func (s *Server) newClient(conn net.Conn) *client {
 		start:     time.Now(),
 		out:       newOutbound(),
 		flushDone: make(chan struct{}),
-		trace:     s.log.Enabled(nil, LevelTrace), //nolint:staticcheck // nil context is fine for Enabled
+		trace:     s.log.Enabled(context.Background(), LevelTrace),
 	}
 	c.echo.Store(true)
 	c.mu.subs = make(map[string]*subscription)
@@ -128,10 +129,9 @@ func (s *Server) handle(conn net.Conn) {
 	if refusal, ok := s.register(c); !ok {
 		if refusal != "" {
 			s.log.Warn("connection refused", "remote", conn.RemoteAddr().String(), "reason", refusal)
-			conn.SetWriteDeadline(time.Now().Add(time.Second))
-			conn.Write(append(s.infoFor(c), protocol.AppendErr(nil, refusal)...))
+			c.refuse(refusal)
 		}
-		conn.Close()
+		c.netConn().Close()
 		return
 	}
 	// INFO goes out before the flusher starts: a TLS upgrade follows it on
@@ -199,6 +199,26 @@ func (r *replayConn) Read(p []byte) (int, error) {
 	return r.Conn.Read(p)
 }
 
+// refuseLinger bounds how long a refused connection is drained.
+const refuseLinger = time.Second
+
+// refuse sends INFO and -ERR to a client that will not be served. It then
+// half-closes and reads what the client sends meanwhile (its CONNECT and
+// PING) before the caller closes: closing with that data unread would
+// reset the connection, and the client would see a broken pipe instead of
+// the -ERR saying why.
+func (c *client) refuse(text string) {
+	conn := c.netConn()
+	conn.SetWriteDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write(append(c.srv.infoFor(c), protocol.AppendErr(nil, text)...)); err != nil {
+		return
+	}
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		conn.SetReadDeadline(time.Now().Add(refuseLinger))
+		io.Copy(io.Discard, io.LimitReader(conn, 64<<10))
+	}
+}
+
 // handshake upgrades the connection to TLS within the configured timeout.
 func (c *client) handshake() bool {
 	tc := tls.Server(c.conn, c.srv.tls)
@@ -247,7 +267,7 @@ func (c *client) readLoop() {
 				break
 			}
 			if c.trace {
-				c.logger().Log(nil, LevelTrace, "<<-", "op", string(bytes.TrimRight(buf[start:start+min(used, 256)], "\r\n")))
+				c.logger().Log(context.Background(), LevelTrace, "<<-", "op", string(bytes.TrimRight(buf[start:start+min(used, 256)], "\r\n")))
 			}
 			if !c.process(&op) {
 				c.wakePending()
@@ -309,9 +329,11 @@ func (c *client) process(op *protocol.Op) bool {
 	case protocol.KindPub, protocol.KindHPub:
 		return c.processPub(op)
 	case protocol.KindSub:
-		c.processSub(op)
+		c.processSub(op) // answers +OK itself
+		return true
 	case protocol.KindUnsub:
-		c.processUnsub(op)
+		c.processUnsub(op) // answers +OK itself
+		return true
 	case protocol.KindPing:
 		c.queue(protocol.Pong)
 		c.pcd = append(c.pcd, c)
@@ -321,11 +343,8 @@ func (c *client) process(op *protocol.Op) bool {
 		return true
 	case protocol.KindConnect:
 		return c.processConnect(op.Arg)
-	case protocol.KindOK, protocol.KindErr:
-		return true
 	}
-	c.ok()
-	return true
+	return true // +OK and -ERR from a client need no answer
 }
 
 // ok sends +OK to verbose clients.
@@ -337,7 +356,9 @@ func (c *client) ok() {
 }
 
 func (c *client) processConnect(arg []byte) bool {
-	opts := connectOpts{Echo: true}
+	// Absent fields keep nats-server's defaults: a bare CONNECT {} is
+	// verbose and pedantic.
+	opts := connectOpts{Verbose: true, Pedantic: true, Echo: true}
 	if err := json.Unmarshal(arg, &opts); err != nil {
 		c.logger().Warn("bad CONNECT", "err", err)
 		c.sendErr(protocol.ErrTextUnknownOp)
@@ -374,8 +395,11 @@ func (c *client) processPub(op *protocol.Op) bool {
 	if op.Kind == protocol.KindHPub {
 		hdr = op.HdrLen
 	}
-	c.route(op.Subject, op.Reply, hdr, op.Msg)
+	// +OK acknowledges the PUB before any delivery it causes, as in
+	// nats-server: a verbose client subscribed to its own subject reads
+	// +OK, then the MSG.
 	c.ok()
+	c.route(op.Subject, op.Reply, hdr, op.Msg)
 	return true
 }
 

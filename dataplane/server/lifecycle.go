@@ -111,9 +111,11 @@ func (c *client) close(reason string, flush bool) {
 		}()
 	case flush:
 		go func() {
+			t := time.NewTimer(min(c.srv.opts.WriteDeadline, maxCloseFlush))
+			defer t.Stop()
 			select {
 			case <-c.flushDone:
-			case <-time.After(c.srv.opts.WriteDeadline):
+			case <-t.C:
 			}
 			conn.Close()
 		}()
@@ -126,6 +128,11 @@ func (c *client) close(reason string, flush bool) {
 	c.srv.unregister(c)
 	c.logger().Debug("client closed", "reason", reason)
 }
+
+// maxCloseFlush bounds how long a closing connection may take to drain:
+// a client that stopped reading must not hold up shutdown for a whole
+// write deadline.
+const maxCloseFlush = 2 * time.Second
 
 // closeFlushing is close with the queue drained first.
 func (c *client) closeFlushing(reason string) { c.close(reason, true) }
@@ -149,6 +156,7 @@ func (c *client) ping() {
 	}
 	if int(c.pingsOut.Add(1)) > c.srv.opts.PingMax {
 		c.logger().Info("stale connection, closing")
+		c.srv.stats.staleConns.Add(1)
 		c.sendErr(protocol.ErrTextStale)
 		c.close(reasonStale, true)
 		return

@@ -55,6 +55,7 @@ type Server struct {
 type counters struct {
 	inMsgs, outMsgs, inBytes, outBytes atomic.Uint64
 	slowConsumers, totalConns          atomic.Uint64
+	staleConns                         atomic.Uint64
 }
 
 // New checks opts and builds a server; Start makes it listen.

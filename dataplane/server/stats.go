@@ -17,6 +17,7 @@ type Stats struct {
 	InBytes          uint64
 	OutBytes         uint64
 	SlowConsumers    uint64
+	StaleConnections uint64
 }
 
 // Stats snapshots the server's counters.
@@ -31,6 +32,7 @@ func (s *Server) Stats() Stats {
 		InBytes:          s.stats.inBytes.Load(),
 		OutBytes:         s.stats.outBytes.Load(),
 		SlowConsumers:    s.stats.slowConsumers.Load(),
+		StaleConnections: s.stats.staleConns.Load(),
 	}
 }
 

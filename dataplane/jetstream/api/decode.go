@@ -1,0 +1,33 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// DecodeRequest decodes an API request body into v the way nats-server
+// does in its default strict mode: unknown members are an error, an empty
+// body leaves v untouched, and several concatenated JSON values are
+// decoded in turn. Syntax errors name the offset. Handlers answer any
+// error with NewInvalidJSONError(err) (10025), so a misspelt or retired
+// member (template_owner, say) is refused rather than silently dropped.
+func DecodeRequest(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	for {
+		err := dec.Decode(v)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			var syntax *json.SyntaxError
+			if errors.As(err, &syntax) {
+				err = fmt.Errorf("%w at offset %d", err, syntax.Offset)
+			}
+			return err
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/contrail/contrail/dataplane/config"
+)
+
+// startServer runs an in-process node on a free loopback port.
+func startServer(tb testing.TB, tweak func(*config.Options)) *Server {
+	tb.Helper()
+	opts := config.Default()
+	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
+	if tweak != nil {
+		tweak(opts)
+	}
+	s, err := New(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.Listen(); err != nil {
+		tb.Fatal(err)
+	}
+	go s.Serve()
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			tb.Errorf("shutdown: %v", err)
+		}
+	})
+	return s
+}
+
+func connect(tb testing.TB, s *Server, opts ...nats.Option) *nats.Conn {
+	tb.Helper()
+	nc, err := nats.Connect("nats://"+s.Addr().String(), opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	return nc
+}
+
+func TestShutdownClosesClients(t *testing.T) {
+	s := startServer(t, nil)
+	closed := make(chan struct{})
+	nc := connect(t, s, nats.NoReconnect(), nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	sub, err := nc.SubscribeSync("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Stats().Subscriptions; got != 1 {
+		t.Fatalf("subscriptions = %d", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("client not closed by shutdown")
+	}
+	_ = sub
+	if s.NumClients() != 0 || s.Stats().Subscriptions != 0 {
+		t.Fatalf("state left after shutdown: clients %d subs %d", s.NumClients(), s.Stats().Subscriptions)
+	}
+}
+
+func TestCloseRemovesSubscriptions(t *testing.T) {
+	s := startServer(t, nil)
+	nc := connect(t, s)
+	for _, subj := range []string{"a", "a.*", "a.>", "b"} {
+		if _, err := nc.SubscribeSync(subj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := nc.QueueSubscribeSync("a", "q"); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	if got := s.Stats().Subscriptions; got != 5 {
+		t.Fatalf("subscriptions = %d, want 5", got)
+	}
+	nc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Stats().Subscriptions != 0 || s.NumClients() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("subscriptions %d clients %d after close", s.Stats().Subscriptions, s.NumClients())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// BenchmarkPubSub measures one publisher to one subscriber through the
+// server, 128-byte messages, as the core bench workload does.
+func BenchmarkPubSub(b *testing.B) {
+	s := startServer(b, nil)
+	pub := connect(b, s)
+	sub := connect(b, s)
+	done := make(chan struct{})
+	n := 0
+	sub.Subscribe("bench", func(*nats.Msg) {
+		n++
+		if n == b.N {
+			close(done)
+		}
+	})
+	sub.Flush()
+	msg := make([]byte, 128)
+	b.SetBytes(128)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		pub.Publish("bench", msg)
+	}
+	pub.Flush()
+	<-done
+}
