@@ -10,17 +10,21 @@ import (
 // receive messages published in another.
 type Account struct {
 	Name string
+	srv  *Server
 	subs *subject.Index[*subscription]
 	rr   atomic.Uint32 // spreads queue-group deliveries
 }
 
-func newAccount(name string) *Account {
-	return &Account{Name: name, subs: subject.NewIndex[*subscription]()}
+func newAccount(srv *Server, name string) *Account {
+	return &Account{Name: name, srv: srv, subs: subject.NewIndex[*subscription]()}
 }
 
-// subscription is one SUB of one client.
+// subscription is one SUB of one client, or an internal subscription
+// (client nil, handler set).
 type subscription struct {
+	acc     *Account
 	client  *client
+	handler MsgHandler
 	subject []byte
 	queue   []byte
 	sid     []byte
@@ -32,9 +36,21 @@ type subscription struct {
 // pickQueueMember chooses the member of a queue group that gets a message.
 // Round robin over the group spreads load evenly, which is what users of
 // queue groups expect.
-func (a *Account) pickQueueMember(members []*subscription) *subscription {
+func pickQueueMember(members []*subscription) *subscription {
 	if len(members) == 1 {
 		return members[0]
 	}
-	return members[int(a.rr.Add(1))%len(members)]
+	return members[int(members[0].acc.rr.Add(1))%len(members)]
 }
+
+// unsubscribe removes the subscription wherever it is held; idempotent.
+func (sub *subscription) unsubscribe() {
+	if sub.client != nil {
+		sub.client.unsubscribe(sub)
+		return
+	}
+	sub.acc.subs.Remove(string(sub.subject), "", sub)
+}
+
+// GlobalAccount is the account every client joins in open mode.
+func (s *Server) GlobalAccount() *Account { return s.global }

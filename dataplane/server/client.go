@@ -46,14 +46,14 @@ const readBufSize = 64 << 10
 // clients' read loops append deliveries to out. Fields marked "read loop"
 // are touched only by the read loop.
 type client struct {
-	srv   *Server
-	cid   uint64
-	conn  net.Conn // replaced once by a TLS upgrade; guarded by mu after that
-	acc   *Account
-	host  string
-	port  int
-	start time.Time
-	trace bool
+	sender // the client's read loop publishes through it
+	cid    uint64
+	conn   net.Conn // replaced once by a TLS upgrade; guarded by mu after that
+	acc    *Account
+	host   string
+	port   int
+	start  time.Time
+	trace  bool
 
 	out *outbound
 
@@ -61,9 +61,7 @@ type client struct {
 	headers atomic.Bool
 	echo    atomic.Bool
 
-	opts  connectOpts   // read loop
-	pcd   []*client     // clients to wake after this read batch; read loop
-	stall chan struct{} // a backlog to wait on after this batch; read loop
+	opts connectOpts // read loop
 
 	mu struct {
 		sync.Mutex
@@ -88,7 +86,6 @@ type client struct {
 
 func (s *Server) newClient(conn net.Conn) *client {
 	c := &client{
-		srv:       s,
 		cid:       s.nextCID.Add(1),
 		conn:      conn,
 		acc:       s.global,
@@ -97,6 +94,7 @@ func (s *Server) newClient(conn net.Conn) *client {
 		flushDone: make(chan struct{}),
 		trace:     s.log.Enabled(context.Background(), LevelTrace),
 	}
+	c.sender = sender{srv: s, from: c}
 	c.echo.Store(true)
 	c.mu.subs = make(map[string]*subscription)
 	if ta, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
@@ -410,6 +408,7 @@ func (c *client) processSub(op *protocol.Op) {
 		return
 	}
 	sub := &subscription{
+		acc:     c.acc,
 		client:  c,
 		subject: bytes.Clone(op.Subject),
 		queue:   bytes.Clone(op.Queue),

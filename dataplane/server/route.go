@@ -1,13 +1,27 @@
 package server
 
 import (
+	"sync"
 	"time"
 
 	"github.com/contrail/contrail/dataplane/protocol"
+	"github.com/contrail/contrail/dataplane/subject"
 )
 
 // noRespondersHdr is the status-only header block of a 503 reply.
 const noRespondersHdr = "NATS/1.0 503\r\n\r\n"
+
+// sender is the publishing side of routing: a client's read loop, or an
+// internal publisher. It remembers which connections it queued data for so
+// their flushers are woken once per batch, not once per message.
+//
+// A sender is used by one goroutine at a time.
+type sender struct {
+	srv   *Server
+	from  *client       // the publishing client; nil for internal publishes
+	pcd   []*client     // clients to wake after this batch
+	stall chan struct{} // a backlog to wait on after this batch
+}
 
 // route delivers a published message to every interested subscriber of
 // the client's account. hdrLen < 0 means the message has no headers.
@@ -19,21 +33,27 @@ func (c *client) route(subj, reply []byte, hdrLen int, msg []byte) {
 		}
 		return
 	}
-	echo := c.echo.Load()
+	c.deliverAll(r, c.echo.Load(), subj, reply, hdrLen, msg)
+}
+
+// deliverAll hands the message to each plain subscriber and to one member
+// of each queue group. Without echo, the sender's own subscriptions are
+// skipped.
+func (s *sender) deliverAll(r *subject.Result[*subscription], echo bool, subj, reply []byte, hdrLen int, msg []byte) {
 	for _, sub := range r.Plain {
-		if !echo && sub.client == c {
+		if !echo && sub.client != nil && sub.client == s.from {
 			continue
 		}
-		c.deliver(sub, subj, reply, hdrLen, msg)
+		s.deliver(sub, subj, reply, hdrLen, msg)
 	}
 	for _, members := range r.Queues {
-		sub := c.acc.pickQueueMember(members)
-		if !echo && sub.client == c {
-			if sub = otherMember(members, c); sub == nil {
+		sub := pickQueueMember(members)
+		if !echo && sub.client != nil && sub.client == s.from {
+			if sub = otherMember(members, s.from); sub == nil {
 				continue
 			}
 		}
-		c.deliver(sub, subj, reply, hdrLen, msg)
+		s.deliver(sub, subj, reply, hdrLen, msg)
 	}
 }
 
@@ -59,20 +79,29 @@ func (c *client) sendNoResponders(reply []byte) {
 	}
 }
 
-// deliver queues one MSG/HMSG on the subscriber's connection. The waking
-// of its flusher is deferred to the end of the publisher's read batch, so
-// many messages share one write.
-func (c *client) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) {
+// deliver queues one MSG/HMSG on the subscriber's connection, or calls an
+// internal subscriber's handler. The waking of a connection's flusher is
+// deferred to the end of the sender's batch, so many messages share one
+// write.
+func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) {
 	if max := sub.max.Load(); max > 0 {
 		n := sub.delivered.Add(1)
 		if n > max {
 			return
 		}
 		if n == max {
-			defer sub.client.unsubscribe(sub)
+			defer sub.unsubscribe()
 		}
 	} else {
 		sub.delivered.Add(1)
+	}
+	if sub.handler != nil {
+		var hdr []byte
+		if hdrLen >= 0 {
+			hdr, msg = msg[:hdrLen], msg[hdrLen:]
+		}
+		sub.handler(subj, reply, hdr, msg)
+		return
 	}
 	dst := sub.client
 	if hdrLen >= 0 && !dst.headers.Load() {
@@ -94,25 +123,25 @@ func (c *client) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 	o.mu.cur = append(o.mu.cur, msg...)
 	o.mu.cur = append(o.mu.cur, '\r', '\n')
 	o.mu.pending += int64(len(o.mu.cur) - before)
-	slow := o.mu.pending > c.srv.opts.MaxPending
+	slow := o.mu.pending > s.srv.opts.MaxPending
 	wake := !o.mu.queued
 	o.mu.queued = true
-	stall := o.stallLocked(c.srv.opts.MaxPending)
+	stall := o.stallLocked(s.srv.opts.MaxPending)
 	o.mu.Unlock()
 	if stall != nil {
-		c.stall = stall
+		s.stall = stall
 	}
 
 	dst.outMsgs.Add(1)
 	dst.outBytes.Add(uint64(len(msg)))
-	c.srv.stats.outMsgs.Add(1)
-	c.srv.stats.outBytes.Add(uint64(len(msg)))
+	s.srv.stats.outMsgs.Add(1)
+	s.srv.stats.outBytes.Add(uint64(len(msg)))
 	if slow {
 		dst.slowConsumer(reasonSlowConsumer)
 		return
 	}
 	if wake {
-		c.pcd = append(c.pcd, dst)
+		s.pcd = append(s.pcd, dst)
 	}
 }
 
@@ -127,25 +156,24 @@ func (c *client) queue(b []byte) {
 	o.mu.Unlock()
 }
 
-// wakePending wakes the flushers of every client this read batch queued
-// data for.
-// If a subscriber's backlog is near its limit, the read loop then pauses
-// briefly (as nats-server does) so the publisher's TCP window does the
+// wakePending wakes the flushers of every client this batch queued data
+// for. If a subscriber's backlog is near its limit, the sender then pauses
+// briefly (as nats-server does) so a publisher's TCP window does the
 // throttling; a subscriber that stays stuck is cut off at max_pending.
-func (c *client) wakePending() {
-	for i, dst := range c.pcd {
+func (s *sender) wakePending() {
+	for i, dst := range s.pcd {
 		dst.out.wake()
-		c.pcd[i] = nil
+		s.pcd[i] = nil
 	}
-	c.pcd = c.pcd[:0]
-	if c.stall != nil {
+	s.pcd = s.pcd[:0]
+	if s.stall != nil {
 		t := time.NewTimer(stallWait)
 		select {
-		case <-c.stall:
+		case <-s.stall:
 		case <-t.C:
 		}
 		t.Stop()
-		c.stall = nil
+		s.stall = nil
 	}
 }
 
@@ -158,3 +186,5 @@ func (c *client) sendErr(text string) {
 	c.queue(protocol.AppendErr(nil, text))
 	c.out.wake()
 }
+
+var senderPool = sync.Pool{New: func() any { return &sender{} }}

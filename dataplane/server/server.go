@@ -72,14 +72,14 @@ func New(opts *config.Options, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("server identity: %w", err)
 	}
 	s := &Server{
-		opts:   opts,
-		log:    log,
-		id:     id,
-		name:   opts.ServerName,
-		start:  time.Now(),
-		global: newAccount("$G"),
-		done:   make(chan struct{}),
+		opts:  opts,
+		log:   log,
+		id:    id,
+		name:  opts.ServerName,
+		start: time.Now(),
+		done:  make(chan struct{}),
 	}
+	s.global = newAccount(s, "$G")
 	if s.name == "" {
 		s.name = id
 	}

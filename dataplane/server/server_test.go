@@ -127,3 +127,56 @@ func BenchmarkPubSub(b *testing.B) {
 	pub.Flush()
 	<-done
 }
+
+func TestInternalSubscribeAndPublish(t *testing.T) {
+	s := startServer(t, nil)
+	acc := s.GlobalAccount()
+	type got struct{ subj, reply, hdr, msg string }
+	ch := make(chan got, 4)
+	unsub, err := acc.SubscribeInternal("svc.>", func(subj, reply, hdr, msg []byte) {
+		ch <- got{string(subj), string(reply), string(hdr), string(msg)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := connect(t, s)
+	m := nats.NewMsg("svc.a")
+	m.Reply = "r.1"
+	m.Header.Set("K", "v")
+	m.Data = []byte("body")
+	if err := nc.PublishMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	g := <-ch
+	if g.subj != "svc.a" || g.reply != "r.1" || g.msg != "body" || g.hdr != "NATS/1.0\r\nK: v\r\n\r\n" {
+		t.Fatalf("got %+v", g)
+	}
+
+	// An internal publish reaches client subscribers, headers included.
+	sub, err := nc.SubscribeSync("out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	acc.Publish("out", "", []byte("NATS/1.0\r\nX: 1\r\n\r\n"), []byte("hi"))
+	msg, err := sub.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(msg.Data) != "hi" || msg.Header.Get("X") != "1" {
+		t.Fatalf("got %q %v", msg.Data, msg.Header)
+	}
+
+	unsub()
+	unsub() // idempotent
+	if err := nc.Publish("svc.b", nil); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	select {
+	case g := <-ch:
+		t.Fatalf("delivered after unsubscribe: %+v", g)
+	default:
+	}
+}

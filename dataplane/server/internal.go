@@ -1,0 +1,48 @@
+package server
+
+import "fmt"
+
+// MsgHandler receives the messages of an internal subscription. hdr is nil
+// for a message without headers. The slices alias the publisher's buffers
+// and are valid only during the call: a handler copies what it keeps.
+//
+// Handlers run on the publisher's goroutine, in publish order for that
+// publisher, so they must not block: hand long work to another goroutine.
+type MsgHandler func(subject, reply, hdr, msg []byte)
+
+// SubscribeInternal subscribes a handler inside the account, the way
+// server-side services (the JetStream API, a stream capturing its
+// subjects) listen: they see exactly what a client subscription on filter
+// in this account would see, and nothing of other accounts. The returned
+// function unsubscribes.
+func (a *Account) SubscribeInternal(filter string, h MsgHandler) (unsubscribe func(), err error) {
+	sub := &subscription{acc: a, subject: []byte(filter), handler: h}
+	if err := a.subs.Insert(filter, "", sub); err != nil {
+		return nil, fmt.Errorf("internal subscription %q: %w", filter, err)
+	}
+	return sub.unsubscribe, nil
+}
+
+// Publish sends a message from the server itself into the account (API
+// replies, acknowledgements, advisories). hdr may be nil.
+func (a *Account) Publish(subj, reply string, hdr, msg []byte) {
+	s := senderPool.Get().(*sender)
+	s.srv = a.srv
+	r := a.subs.Match([]byte(subj))
+	if !r.Empty() {
+		hdrLen, body := -1, msg
+		if hdr != nil {
+			hdrLen = len(hdr)
+			body = make([]byte, 0, len(hdr)+len(msg))
+			body = append(append(body, hdr...), msg...)
+		}
+		s.deliverAll(r, true, []byte(subj), []byte(reply), hdrLen, body)
+		// The server's own publishers never stall on a slow subscriber:
+		// they serve every account, and the subscriber is cut off at
+		// max_pending anyway.
+		s.stall = nil
+		s.wakePending()
+	}
+	s.srv = nil
+	senderPool.Put(s)
+}
