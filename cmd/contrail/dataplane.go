@@ -10,13 +10,16 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/contrail/contrail/dataplane/config"
+	"github.com/contrail/contrail/dataplane/jetstream"
 	"github.com/contrail/contrail/dataplane/monitor"
 	"github.com/contrail/contrail/dataplane/server"
+	"github.com/contrail/contrail/dataplane/store"
 )
 
 func serverVersion() string { return server.Version }
@@ -141,7 +144,7 @@ func runDataplane(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := serveDataplane(ctx, opts, log); err != nil {
+	if err := serveDataplane(ctx, opts, f.dataDir, log); err != nil {
 		log.Error("data plane stopped", "err", err)
 		return 1
 	}
@@ -149,11 +152,16 @@ func runDataplane(args []string, stdout, stderr io.Writer) int {
 }
 
 // serveDataplane runs a node until ctx ends, then shuts it down gracefully.
-func serveDataplane(ctx context.Context, opts *config.Options, log *slog.Logger) error {
+func serveDataplane(ctx context.Context, opts *config.Options, dataDir string, log *slog.Logger) error {
 	srv, err := server.New(opts, log)
 	if err != nil {
 		return err
 	}
+	js, err := startJetStream(opts, dataDir, srv, log)
+	if err != nil {
+		return err
+	}
+	defer js.close()
 	if err := srv.Listen(); err != nil {
 		return err
 	}
@@ -191,4 +199,70 @@ func serveDataplane(ctx context.Context, opts *config.Options, log *slog.Logger)
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// jetStream is a node's JetStream with the stores it owns.
+type jetStream struct {
+	engine    *jetstream.Engine
+	file, mem *store.Store
+	log       *slog.Logger
+}
+
+// startJetStream opens the stores and enables JetStream for the global
+// account, unless the config turns JetStream off. The file store lives
+// under the data dir (or jetstream.store_dir).
+func startJetStream(opts *config.Options, dataDir string, srv *server.Server, log *slog.Logger) (*jetStream, error) {
+	js := &jetStream{log: log}
+	jsOpts := opts.JetStream
+	if jsOpts != nil && !jsOpts.Enabled {
+		log.Info("jetstream disabled by configuration")
+		return js, nil
+	}
+	if jsOpts == nil {
+		jsOpts = &config.JetStreamOptions{Enabled: true}
+	}
+	dir := filepath.Join(dataDir, "jetstream")
+	if jsOpts.StoreDir != "" {
+		dir = jsOpts.StoreDir
+	}
+	file, err := store.Open(store.Options{Dir: dir, Logger: log.With("component", "store")})
+	if err != nil {
+		return nil, fmt.Errorf("jetstream store %s: %w", dir, err)
+	}
+	js.file, js.mem = file, store.NewMem()
+	start := time.Now()
+	var sync time.Duration
+	if !jsOpts.SyncAlways {
+		sync = jsOpts.SyncInterval
+	}
+	js.engine, err = jetstream.New(jetstream.Options{
+		Store: file, Memory: js.mem, SyncInterval: sync,
+		MaxFileStore: jsOpts.MaxStore, MaxMemoryStore: jsOpts.MaxMemory,
+		Domain: jsOpts.Domain, ServerVersion: server.Version, Log: log.With("component", "jetstream"),
+	})
+	if err != nil {
+		js.close()
+		return nil, err
+	}
+	if err := js.engine.EnableAccount(srv.GlobalAccount()); err != nil {
+		js.close()
+		return nil, err
+	}
+	srv.EnableJetStream(jsOpts.Domain)
+	log.Info("jetstream ready", "store_dir", dir, "recovered_in", time.Since(start).Round(time.Millisecond),
+		"sync_interval", sync)
+	return js, nil
+}
+
+func (js *jetStream) close() {
+	if js.engine != nil {
+		js.engine.Close()
+	}
+	for _, st := range []*store.Store{js.file, js.mem} {
+		if st != nil {
+			if err := st.Close(); err != nil {
+				js.log.Error("closing jetstream store", "err", err)
+			}
+		}
+	}
 }

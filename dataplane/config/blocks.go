@@ -124,7 +124,7 @@ func topStoreDirField(d *decoder, o *Options, path string, v *conf.Value) {
 
 func (o *Options) jetStream() *JetStreamOptions {
 	if o.JetStream == nil {
-		o.JetStream = &JetStreamOptions{SyncInterval: DefaultSyncInterval}
+		o.JetStream = &JetStreamOptions{}
 	}
 	return o.JetStream
 }

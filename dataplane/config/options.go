@@ -32,8 +32,6 @@ const (
 	// for a client's handshake before sending INFO in plain text, when
 	// handshake_first is "auto".
 	DefaultHandshakeFirstFallback = 50 * time.Millisecond
-	// DefaultSyncInterval is how often JetStream flushes files to disk.
-	DefaultSyncInterval = 2 * time.Minute
 	// MaxPayloadLimit is the largest max_payload nats-server accepts.
 	MaxPayloadLimit = 64 << 20
 )
@@ -100,7 +98,11 @@ type JetStreamOptions struct {
 	// MaxMemory and MaxStore are byte limits; 0 lets the server size them
 	// from the machine, as nats-server does.
 	MaxMemory, MaxStore int64
-	SyncInterval        time.Duration
+	// SyncInterval > 0 opts into lazy fsync (acknowledged writes within
+	// the interval can be lost to a power failure). Zero, the default,
+	// fsyncs before every acknowledgement, sharing fsyncs between
+	// concurrent publishes.
+	SyncInterval time.Duration
 	// SyncAlways flushes every write (`sync_interval: always`).
 	SyncAlways bool
 	Domain     string

@@ -255,12 +255,8 @@ func TestParseTLS(t *testing.T) {
 }
 
 func TestParseJetStream(t *testing.T) {
-	def := func(j JetStreamOptions) *JetStreamOptions {
-		if j.SyncInterval == 0 && !j.SyncAlways {
-			j.SyncInterval = DefaultSyncInterval
-		}
-		return &j
-	}
+	// Without sync_interval, JetStream fsyncs before every ack: zero.
+	def := func(j JetStreamOptions) *JetStreamOptions { return &j }
 	tests := []struct {
 		name string
 		src  string
@@ -286,7 +282,7 @@ func TestParseJetStream(t *testing.T) {
 		{"max_mem_store alias and store alias", `jetstream { store: s, max_mem_store: 7 }`, def(JetStreamOptions{Enabled: true, StoreDir: "s", MaxMemory: 7})},
 		{"size strings", `jetstream { max_mem: "1g", max_file: "3T" }`, def(JetStreamOptions{Enabled: true, MaxMemory: 1 << 30, MaxStore: 3 << 40})},
 		{"empty size string", `jetstream { max_mem: "" }`, def(JetStreamOptions{Enabled: true})},
-		{"sync always", `jetstream { sync: always }`, &JetStreamOptions{Enabled: true, SyncInterval: DefaultSyncInterval, SyncAlways: true}},
+		{"sync always", `jetstream { sync: always }`, &JetStreamOptions{Enabled: true, SyncAlways: true}},
 		{"sync seconds", `jetstream { sync_interval: 10 }`, def(JetStreamOptions{Enabled: true, SyncInterval: 10 * time.Second})},
 		{"top-level store_dir", "store_dir: /js\njetstream: enabled", def(JetStreamOptions{Enabled: true, StoreDir: "/js"})},
 		{"top-level store_dir alone", "storedir: /js", def(JetStreamOptions{StoreDir: "/js"})},

@@ -9,15 +9,18 @@ import (
 // Account is an isolated subject space. Clients of one account never
 // receive messages published in another.
 type Account struct {
-	Name string
+	name string
 	srv  *Server
 	subs *subject.Index[*subscription]
 	rr   atomic.Uint32 // spreads queue-group deliveries
 }
 
 func newAccount(srv *Server, name string) *Account {
-	return &Account{Name: name, srv: srv, subs: subject.NewIndex[*subscription]()}
+	return &Account{name: name, srv: srv, subs: subject.NewIndex[*subscription]()}
 }
+
+// Name identifies the account ("$G" in open mode, else its public key).
+func (a *Account) Name() string { return a.name }
 
 // subscription is one SUB of one client, or an internal subscription
 // (client nil, handler set).

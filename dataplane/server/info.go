@@ -45,6 +45,9 @@ func (s *Server) infoFor(c *client) []byte {
 		ClientID:   c.cid,
 		ClientIP:   c.host,
 	}
+	if d := s.jetstream.Load(); d != nil {
+		info.JetStream, info.Domain = true, *d
+	}
 	if a, ok := s.Addr().(*net.TCPAddr); ok {
 		info.Port = a.Port
 	}

@@ -8,7 +8,7 @@ import "fmt"
 //
 // Handlers run on the publisher's goroutine, in publish order for that
 // publisher, so they must not block: hand long work to another goroutine.
-type MsgHandler func(subject, reply, hdr, msg []byte)
+type MsgHandler = func(subject, reply, hdr, msg []byte)
 
 // SubscribeInternal subscribes a handler inside the account, the way
 // server-side services (the JetStream API, a stream capturing its
@@ -28,7 +28,7 @@ func (a *Account) SubscribeInternal(filter string, h MsgHandler) (unsubscribe fu
 func (a *Account) Publish(subj, reply string, hdr, msg []byte) {
 	s := senderPool.Get().(*sender)
 	s.srv = a.srv
-	r := a.subs.Match([]byte(subj))
+	r := a.subs.MatchOnce([]byte(subj))
 	if !r.Empty() {
 		hdrLen, body := -1, msg
 		if hdr != nil {

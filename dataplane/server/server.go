@@ -39,7 +39,9 @@ type Server struct {
 	global *Account
 
 	nextCID atomic.Uint64
-	stats   counters
+	// jetstream holds the domain once JetStream serves; INFO announces it.
+	jetstream atomic.Pointer[string]
+	stats     counters
 
 	mu struct {
 		sync.Mutex
@@ -240,3 +242,7 @@ func (s *Server) clientList() []*client {
 	}
 	return list
 }
+
+// EnableJetStream makes INFO announce JetStream (in domain, if not empty):
+// clients check it before using the JetStream API.
+func (s *Server) EnableJetStream(domain string) { s.jetstream.Store(&domain) }

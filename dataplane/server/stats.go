@@ -88,7 +88,7 @@ func (c *client) info() ConnInfo {
 		OutMsgs:      c.outMsgs.Load(),
 		InBytes:      c.inBytes.Load(),
 		OutBytes:     c.outBytes.Load(),
-		Account:      c.acc.Name,
+		Account:      c.acc.name,
 	}
 	c.out.mu.Lock()
 	ci.PendingBytes = c.out.mu.pending

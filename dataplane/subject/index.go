@@ -271,6 +271,23 @@ func (idx *Index[S]) Match(literal []byte) *Result[S] {
 	return r
 }
 
+// MatchOnce is Match for subjects unlikely to be seen again (reply
+// inboxes): it uses the cache but does not fill it, so one-off subjects do
+// not evict hot ones.
+func (idx *Index[S]) MatchOnce(literal []byte) *Result[S] {
+	idx.matches.Add(1)
+	idx.mu.RLock()
+	defer idx.mu.RUnlock()
+	if r, ok := idx.mu.cache[string(literal)]; ok {
+		idx.hits.Add(1)
+		return r
+	}
+	r := &Result[S]{}
+	matchNode(idx.mu.root, literal, r)
+	r.qnames = nil
+	return r
+}
+
 func matchNode[S comparable](n *node[S], subj []byte, r *Result[S]) {
 	for {
 		if n.fwc != nil {

@@ -1,0 +1,133 @@
+package jetstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+)
+
+// apiWorkers is how many goroutines serve API requests. Requests are
+// handed off the publisher's goroutine because some wait for the apply
+// path (a create waits for its fsync).
+const apiWorkers = 4
+
+// apiRequest is one $JS.API request, copied out of the publisher's buffer.
+type apiRequest struct {
+	a              *jsAccount
+	subject, reply string
+	hdr, body      []byte
+}
+
+// onAPI receives every request on the account's API subjects.
+func (a *jsAccount) onAPI(subject, reply, hdr, msg []byte) {
+	req := apiRequest{a: a, subject: string(subject), reply: string(reply),
+		hdr: bytes.Clone(hdr), body: bytes.Clone(msg)}
+	select {
+	case a.e.apiQueue <- req:
+	default:
+		// Overloaded: say so rather than queue without bound.
+		a.reply(req.reply, &api.Response{Type: api.TypeSystemOverloaded, Error: api.NewInsufficientResourcesError()})
+	}
+}
+
+func (e *Engine) apiLoop() {
+	for req := range e.apiQueue {
+		req.a.serve(req)
+	}
+}
+
+// apiHandler serves one API operation; name is the subject's remainder
+// (a stream name, possibly followed by more tokens).
+type apiHandler func(a *jsAccount, req apiRequest, name string) any
+
+// apiRoutes maps the API subject (after the prefix, before the name) to
+// its handler.
+var apiRoutes = map[string]apiHandler{
+	"INFO":                   (*jsAccount).accountInfo,
+	"STREAM.CREATE":          (*jsAccount).streamCreate,
+	"STREAM.UPDATE":          (*jsAccount).streamUpdate,
+	"STREAM.INFO":            (*jsAccount).streamInfo,
+	"STREAM.DELETE":          (*jsAccount).streamDelete,
+	"STREAM.PURGE":           (*jsAccount).streamPurge,
+	"STREAM.NAMES":           (*jsAccount).streamNames,
+	"STREAM.LIST":            (*jsAccount).streamList,
+	"STREAM.MSG.GET":         (*jsAccount).msgGet,
+	"STREAM.MSG.DELETE":      (*jsAccount).msgDelete,
+	"STREAM.LEADER.STEPDOWN": (*jsAccount).streamStepdown,
+}
+
+// serve routes one request and sends its reply.
+func (a *jsAccount) serve(req apiRequest) {
+	a.apiTotal.Add(1)
+	op := strings.TrimPrefix(req.subject, "$JS.API.")
+	if d := a.e.opts.Domain; d != "" {
+		op = strings.TrimPrefix(op, "$JS."+d+".API.")
+	}
+	if strings.HasPrefix(op, "DIRECT.GET.") {
+		a.directGet(req, strings.TrimPrefix(op, "DIRECT.GET."))
+		return
+	}
+	route, name := op, ""
+	for {
+		if h, ok := apiRoutes[route]; ok {
+			resp := h(a, req, name)
+			if resp != nil {
+				a.reply(req.reply, resp)
+			}
+			return
+		}
+		i := strings.LastIndexByte(route, '.')
+		if i < 0 {
+			break
+		}
+		if name == "" {
+			name = route[i+1:]
+		} else {
+			name = route[i+1:] + "." + name
+		}
+		route = route[:i]
+	}
+	a.apiErrors.Add(1)
+	a.reply(req.reply, &api.Response{Type: api.TypeSystemResponse, Error: api.NewBadRequestError()})
+}
+
+// reply marshals resp to the requester, counting errors.
+func (a *jsAccount) reply(to string, resp any) {
+	if to == "" {
+		return
+	}
+	if e, ok := resp.(interface{ ToError() error }); ok && e.ToError() != nil {
+		a.apiErrors.Add(1)
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		a.e.log.Error("jetstream api reply", "err", err)
+		return
+	}
+	a.acc.Publish(to, "", nil, b)
+}
+
+// decode reads an optional JSON body into v; an empty body leaves v as is.
+func decode(body []byte, v any) *api.Error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	if err := api.DecodeRequest(body, v); err != nil {
+		return api.NewInvalidJSONError(err)
+	}
+	return nil
+}
+
+func (a *jsAccount) accountInfo(req apiRequest, _ string) any {
+	mem, file, streams := a.usage()
+	unlimited := api.AccountLimits{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1,
+		MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}
+	info := &api.AccountInfo{
+		Tier:   api.Tier{Memory: mem, Store: file, Streams: streams, Limits: unlimited},
+		Domain: a.e.opts.Domain,
+		API:    api.APIStats{Level: apiLevel, Total: a.apiTotal.Load(), Errors: a.apiErrors.Load()},
+	}
+	return &api.AccountInfoResponse{Response: api.Response{Type: api.TypeAccountInfoResponse}, AccountInfo: info}
+}

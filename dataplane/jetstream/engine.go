@@ -1,0 +1,182 @@
+// Package jetstream is a node's JetStream: streams (and later consumers)
+// as deterministic state machines over the message store, the $JS.API
+// request handlers of every account, and the publish path that captures
+// messages into streams.
+//
+// Everything that changes a stream goes through one apply path: a
+// proposal is applied by its stream's apply function on the applier
+// goroutine of the stream's store, into a batch that is made durable
+// before anyone is told it happened (see applier.go).
+package jetstream
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
+)
+
+// Account is the seam to the server: an isolated subject space JetStream
+// listens and answers in. Every stream, consumer and API request belongs
+// to exactly one Account.
+type Account interface {
+	Name() string
+	// SubscribeInternal listens on filter inside the account; handlers
+	// must copy what they keep and must not block.
+	SubscribeInternal(filter string, h func(subject, reply, hdr, msg []byte)) (unsubscribe func(), err error)
+	// Publish sends a message into the account.
+	Publish(subject, reply string, hdr, msg []byte)
+}
+
+// Options configure a node's JetStream.
+type Options struct {
+	// Store holds file-storage streams; Memory holds memory-storage ones.
+	Store, Memory *store.Store
+	// SyncInterval > 0 opts into lazy fsync (weaker: acknowledged writes
+	// may be lost to a power failure within the interval).
+	SyncInterval time.Duration
+	// MaxFileStore and MaxMemoryStore cap what all accounts may reserve;
+	// 0 means unlimited.
+	MaxFileStore, MaxMemoryStore int64
+	// Domain is the JetStream domain; API subjects are then also served
+	// under $JS.<domain>.API.
+	Domain string
+	// ServerVersion is reported in stream metadata.
+	ServerVersion string
+	Log           *slog.Logger
+	// Now is the clock; tests inject one.
+	Now func() time.Time
+}
+
+// Engine is one node's JetStream.
+type Engine struct {
+	opts     Options
+	log      *slog.Logger
+	file     *applier
+	memory   *applier
+	apiQueue chan apiRequest
+
+	mu struct {
+		sync.Mutex
+		accounts map[string]*jsAccount // by account name
+		byID     map[uint64]*stream    // every stream of the node
+		nextID   uint64
+		// recovered holds streams read at start-up until their account
+		// is enabled, by account name.
+		recovered map[string][]*stream
+		closed    bool
+	}
+	wg sync.WaitGroup
+}
+
+// storedStream is the stream record's opaque config payload.
+type storedStream struct {
+	Account string            `json:"account"`
+	Config  *api.StreamConfig `json:"config"`
+	Created time.Time         `json:"created"`
+}
+
+// New recovers every stream from the stores and starts the appliers.
+func New(opts Options) (*Engine, error) {
+	if opts.Store == nil || opts.Memory == nil {
+		return nil, errors.New("jetstream: both stores are required")
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	e := &Engine{opts: opts, log: opts.Log, apiQueue: make(chan apiRequest, 4096)}
+	e.mu.accounts = map[string]*jsAccount{}
+	e.mu.byID = map[uint64]*stream{}
+	e.mu.recovered = map[string][]*stream{}
+	e.file = newApplier(e, opts.Store, opts.SyncInterval)
+	e.memory = newApplier(e, opts.Memory, 0)
+	for _, ap := range []*applier{e.file, e.memory} {
+		if err := e.recover(ap); err != nil {
+			return nil, err
+		}
+	}
+	for _, ap := range []*applier{e.file, e.memory} {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			ap.run()
+		}()
+	}
+	for range apiWorkers {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.apiLoop()
+		}()
+	}
+	return e, nil
+}
+
+// recover loads the streams of one store: metadata and state summaries
+// only, never the messages, so start-up stays fast however much is stored.
+func (e *Engine) recover(ap *applier) error {
+	now := e.opts.Now()
+	return ap.st.Streams(func(info store.StreamInfo) error {
+		var rec storedStream
+		if err := json.Unmarshal(info.Config, &rec); err != nil || rec.Config == nil {
+			return fmt.Errorf("jetstream: stream %q record: %w", info.Name, errors.Join(err, store.ErrCorrupt))
+		}
+		s := newStream(e, ap, info.ID, rec.Config, rec.Created)
+		s.mu.state = info.State
+		if err := s.loadDedup(now); err != nil {
+			return err
+		}
+		e.mu.Lock()
+		e.mu.byID[info.ID] = s
+		e.mu.nextID = max(e.mu.nextID, info.ID)
+		e.mu.recovered[rec.Account] = append(e.mu.recovered[rec.Account], s)
+		e.mu.Unlock()
+		return nil
+	})
+}
+
+// Close stops accepting work, lets the appliers finish what was
+// submitted, and stops every timer. The stores are the caller's to close.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	if e.mu.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.mu.closed = true
+	accounts := make([]*jsAccount, 0, len(e.mu.accounts))
+	for _, a := range e.mu.accounts {
+		accounts = append(accounts, a)
+	}
+	e.mu.Unlock()
+	for _, a := range accounts {
+		a.disable()
+	}
+	close(e.apiQueue)
+	e.file.close()
+	e.memory.close()
+	e.wg.Wait()
+}
+
+// newStreamID reserves the next stream id.
+func (e *Engine) newStreamID() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.mu.nextID++
+	return e.mu.nextID
+}
+
+func (e *Engine) applierFor(cfg *api.StreamConfig) *applier {
+	if cfg.Storage == api.MemoryStorage {
+		return e.memory
+	}
+	return e.file
+}

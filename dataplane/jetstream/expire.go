@@ -1,0 +1,134 @@
+package jetstream
+
+import (
+	"errors"
+	"math"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+)
+
+// armTimerLocked schedules the stream's next expiry work: max_age of the
+// oldest message, the earliest per-message TTL, and pruning of the
+// duplicate window. Expiry runs on a timer, not on the next write, so an
+// idle stream still ages out.
+func (s *stream) armTimerLocked() {
+	if s.mu.removed {
+		return
+	}
+	cfg, st := s.mu.cfg, &s.mu.state
+	var target int64
+	consider := func(t int64) {
+		if t > 0 && (target == 0 || t < target) {
+			target = t
+		}
+	}
+	if cfg.MaxAge > 0 && st.Msgs > 0 {
+		consider(st.FirstTime + int64(cfg.MaxAge))
+	}
+	consider(s.mu.nextTTL)
+	if len(s.mu.dedup) > 0 && cfg.Duplicates > 0 {
+		if s.mu.dedupPruneAt == 0 {
+			s.mu.dedupPruneAt = s.e.opts.Now().Add(cfg.Duplicates).UnixNano()
+		}
+		consider(s.mu.dedupPruneAt)
+	}
+	if target == 0 || (s.mu.timerAt != 0 && s.mu.timerAt <= target) {
+		return
+	}
+	d := time.Duration(target - s.e.opts.Now().UnixNano())
+	s.mu.timerAt = target
+	if s.mu.timer == nil {
+		s.mu.timer = time.AfterFunc(max(d, 0), s.expire)
+	} else {
+		s.mu.timer.Reset(max(d, 0))
+	}
+}
+
+// expire hands the expiry work to the apply path.
+func (s *stream) expire() {
+	s.mu.Lock()
+	s.mu.timerAt = 0
+	s.mu.Unlock()
+	s.ap.submit(&proposal{s: s, kind: propExpire, done: func(*proposal, result) {}})
+}
+
+// expireLocked removes what has aged out.
+func (s *stream) expireLocked(ap *applier) error {
+	cfg, st := s.mu.cfg, &s.mu.state
+	now := s.e.opts.Now().UnixNano()
+	if cfg.MaxAge > 0 {
+		cutoff := now - int64(cfg.MaxAge)
+		for st.Msgs > 0 && st.FirstTime <= cutoff {
+			if err := s.removeFirstLocked(ap); err != nil {
+				return err
+			}
+		}
+	}
+	if s.mu.nextTTL != 0 && s.mu.nextTTL <= now {
+		if err := s.expireTTLLocked(now, ap); err != nil {
+			return err
+		}
+	}
+	if s.mu.dedupPruneAt != 0 && s.mu.dedupPruneAt <= now {
+		cutoff := now - int64(cfg.Duplicates)
+		for id, d := range s.mu.dedup {
+			if d.ts < cutoff {
+				delete(s.mu.dedup, id)
+			}
+		}
+		if _, err := ap.st.ExpireDedup(ap.batch, s.id, cutoff); err != nil {
+			return api.NewStreamStoreFailedError(err)
+		}
+		s.mu.dedupPruneAt = 0
+	}
+	return nil
+}
+
+// expireTTLLocked removes messages whose Nats-TTL has passed and finds the
+// next TTL to wait for.
+func (s *stream) expireTTLLocked(now int64, ap *applier) error {
+	if err := ap.visible(); err != nil {
+		return err
+	}
+	type due struct {
+		seq     uint64
+		expires int64
+	}
+	var list []due
+	if err := ap.st.Expiring(s.id, now+1, func(seq uint64, expires int64) error {
+		list = append(list, due{seq, expires})
+		return nil
+	}); err != nil {
+		return api.NewStreamStoreFailedError(err)
+	}
+	for _, d := range list {
+		ap.batch.DeleteTTL(s.id, d.expires, d.seq)
+		if d.seq < s.mu.state.FirstSeq || s.mu.state.Msgs == 0 {
+			continue
+		}
+		if err := ap.visible(); err != nil {
+			return err
+		}
+		m, err := ap.st.LoadMsg(s.id, d.seq)
+		if err != nil {
+			continue // already removed by a limit, a purge or a delete
+		}
+		if err := s.removeMsgLocked(&m, ap); err != nil {
+			return err
+		}
+	}
+	if err := ap.visible(); err != nil {
+		return err
+	}
+	s.mu.nextTTL = 0
+	stop := errors.New("stop")
+	err := ap.st.Expiring(s.id, math.MaxInt64, func(_ uint64, expires int64) error {
+		s.mu.nextTTL = expires
+		return stop
+	})
+	if err != nil && !errors.Is(err, stop) {
+		return api.NewStreamStoreFailedError(err)
+	}
+	return nil
+}

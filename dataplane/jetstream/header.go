@@ -1,0 +1,79 @@
+package jetstream
+
+import "bytes"
+
+// headerValue returns the value of key in a NATS header block
+// ("NATS/1.0[ status]\r\nKey: value\r\n…\r\n"), or nil. Keys match exactly,
+// as nats-server matches them; nats.go writes the canonical spelling. The
+// result aliases hdr.
+func headerValue(hdr []byte, key string) []byte {
+	if len(hdr) == 0 {
+		return nil
+	}
+	// Skip the version line.
+	i := bytes.Index(hdr, []byte("\r\n"))
+	if i < 0 {
+		return nil
+	}
+	rest := hdr[i+2:]
+	for len(rest) > 0 {
+		end := bytes.Index(rest, []byte("\r\n"))
+		if end < 0 {
+			end = len(rest)
+		}
+		line := rest[:end]
+		if len(line) > len(key) && line[len(key)] == ':' && string(line[:len(key)]) == key {
+			return bytes.TrimSpace(line[len(key)+1:])
+		}
+		if end == len(rest) {
+			break
+		}
+		rest = rest[end+2:]
+	}
+	return nil
+}
+
+// appendHeaderBlock builds a header block of key/value pairs.
+func appendHeaderBlock(dst []byte, status string, kv ...string) []byte {
+	dst = append(dst, "NATS/1.0"...)
+	if status != "" {
+		dst = append(dst, ' ')
+		dst = append(dst, status...)
+	}
+	dst = append(dst, "\r\n"...)
+	for i := 0; i+1 < len(kv); i += 2 {
+		dst = append(dst, kv[i]...)
+		dst = append(dst, ": "...)
+		dst = append(dst, kv[i+1]...)
+		dst = append(dst, "\r\n"...)
+	}
+	return append(dst, "\r\n"...)
+}
+
+// removeHeader returns hdr without key's line(s); hdr is not modified. An
+// empty block (no headers left) is returned as nil.
+func removeHeader(hdr []byte, key string) []byte {
+	if headerValue(hdr, key) == nil {
+		return hdr
+	}
+	i := bytes.Index(hdr, []byte("\r\n"))
+	out := append([]byte(nil), hdr[:i+2]...)
+	rest := hdr[i+2:]
+	kept := 0
+	for len(rest) > 0 {
+		end := bytes.Index(rest, []byte("\r\n"))
+		if end <= 0 {
+			break
+		}
+		line := rest[:end]
+		if !(len(line) > len(key) && line[len(key)] == ':' && string(line[:len(key)]) == key) {
+			out = append(append(out, line...), "\r\n"...)
+			kept++
+		}
+		rest = rest[end+2:]
+	}
+	if kept == 0 && bytes.Equal(hdr[:i], []byte("NATS/1.0")) {
+		return nil
+	}
+	return append(out, "\r\n"...)
+}

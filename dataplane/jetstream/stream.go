@@ -1,0 +1,172 @@
+package jetstream
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
+)
+
+// stream is one JetStream stream: its config, its hot state in memory,
+// and its messages in a store. Only the applier goroutine of its store
+// changes it, under mu; API readers take mu for snapshots.
+type stream struct {
+	e       *Engine
+	ap      *applier
+	id      uint64
+	created time.Time
+
+	mu struct {
+		sync.Mutex
+		cfg   *api.StreamConfig // guarded by mu
+		state store.StreamState // guarded by mu
+		// Invariant: state.Msgs == 0 implies state.FirstSeq == state.LastSeq+1
+		// (or both zero for a stream that never held a message).
+		dedup       map[string]dedupRec      // Nats-Msg-Id → where it went; guarded by mu
+		lastMsgID   string                   // guarded by mu
+		subjects    map[string]*subjectState // nil until first needed; guarded by mu
+		removed     bool                     // guarded by mu
+		dirty       bool                     // state changed since its summary was written; guarded by mu
+		stateQueued bool                     // the applier will write the summary this group; guarded by mu
+		timer       *time.Timer              // expiry timer; guarded by mu
+		timerAt     int64                    // when it fires (unix nanos), 0 if idle; guarded by mu
+		nextTTL     int64                    // earliest per-message TTL expiry, 0 if none; guarded by mu
+		// dedupPruneAt is when old Nats-Msg-Id records are next dropped.
+		dedupPruneAt int64 // guarded by mu
+	}
+	unsubs []func() // capture subscriptions; owned by the account
+}
+
+type dedupRec struct {
+	seq uint64
+	ts  int64
+}
+
+type subjectState struct {
+	msgs        uint64
+	first, last uint64
+}
+
+func newStream(e *Engine, ap *applier, id uint64, cfg *api.StreamConfig, created time.Time) *stream {
+	s := &stream{e: e, ap: ap, id: id, created: created}
+	s.mu.cfg = cfg
+	s.mu.dedup = map[string]dedupRec{}
+	return s
+}
+
+// name is the stream's name; it never changes.
+func (s *stream) name() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.cfg.Name
+}
+
+func (s *stream) config() *api.StreamConfig {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.cfg
+}
+
+// record is the stream's catalog record.
+func (s *stream) recordLocked(account string) store.StreamMeta {
+	b, _ := json.Marshal(storedStream{Account: account, Config: s.mu.cfg, Created: s.created})
+	return store.StreamMeta{ID: s.id, Name: s.mu.cfg.Name, Config: b}
+}
+
+// loadDedup restores the duplicate window at start-up.
+func (s *stream) loadDedup(now time.Time) error {
+	window := s.mu.cfg.Duplicates
+	if window <= 0 {
+		return nil
+	}
+	return s.ap.st.DedupSince(s.id, now.Add(-window).UnixNano(), func(d store.DedupEntry) error {
+		s.mu.dedup[d.ID] = dedupRec{seq: d.Seq, ts: d.Time}
+		return nil
+	})
+}
+
+// msgSize is what a message counts against byte limits.
+func msgSize(subject string, hdr, data []byte) uint64 {
+	return uint64(len(subject) + len(hdr) + len(data) + 16)
+}
+
+// info snapshots the stream for API replies.
+func (s *stream) info(req *api.StreamInfoRequest) (*api.StreamInfo, *api.Error) {
+	s.mu.Lock()
+	cfg := s.mu.cfg
+	st := s.mu.state
+	s.mu.Unlock()
+	si := &api.StreamInfo{
+		Config:    *cfg.WithServerMetadata(s.e.opts.ServerVersion, apiLevel),
+		Created:   s.created.UTC(),
+		State:     stateOf(st),
+		Domain:    s.e.opts.Domain,
+		TimeStamp: s.e.opts.Now().UTC(),
+	}
+	if req != nil && req.DeletedDetails && si.State.NumDeleted > 0 {
+		si.State.Deleted = s.deletedSeqs(st)
+	}
+	if req != nil && req.SubjectsFilter != "" && st.Msgs > 0 {
+		subs := map[string]uint64{}
+		err := s.ap.st.SubjectStates(s.id, req.SubjectsFilter, func(ss store.SubjectState) error {
+			subs[ss.Subject] = ss.Msgs
+			return nil
+		})
+		if err != nil {
+			return nil, api.NewStreamGeneralError(err)
+		}
+		if len(subs) > 0 {
+			si.State.Subjects = subs
+		}
+	}
+	if st.Msgs > 0 {
+		n := 0
+		s.ap.st.SubjectStates(s.id, ">", func(store.SubjectState) error { n++; return nil })
+		si.State.NumSubjects = n
+	}
+	return si, nil
+}
+
+func stateOf(st store.StreamState) api.StreamState {
+	out := api.StreamState{
+		Msgs:     st.Msgs,
+		Bytes:    st.Bytes,
+		FirstSeq: st.FirstSeq,
+		LastSeq:  st.LastSeq,
+	}
+	if st.FirstTime != 0 {
+		out.FirstTime = time.Unix(0, st.FirstTime).UTC()
+	}
+	if st.LastTime != 0 {
+		out.LastTime = time.Unix(0, st.LastTime).UTC()
+	}
+	if st.Msgs > 0 {
+		out.NumDeleted = int(st.LastSeq - st.FirstSeq + 1 - st.Msgs)
+	}
+	return out
+}
+
+// deletedSeqs lists the interior gaps between first and last.
+func (s *stream) deletedSeqs(st store.StreamState) []uint64 {
+	var out []uint64
+	next := st.FirstSeq
+	s.ap.st.ScanMsgs(s.id, st.FirstSeq, st.LastSeq+1, func(m *store.Message) error {
+		for ; next < m.Seq; next++ {
+			out = append(out, next)
+		}
+		next = m.Seq + 1
+		return nil
+	})
+	return out
+}
+
+// apiLevel is the JetStream API level Contrail reports (ADR-44).
+const apiLevel = 1
+
+// errStreamGone is returned for work on a stream deleted meanwhile.
+var errStreamGone = api.NewStreamNotFoundError()
+
+func (s *stream) String() string { return fmt.Sprintf("stream %d", s.id) }

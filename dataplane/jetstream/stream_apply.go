@@ -1,0 +1,474 @@
+package jetstream
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
+	"github.com/contrail/contrail/dataplane/subject"
+)
+
+// applyLocked is the stream's one apply function: every change goes
+// through it, on its store's applier goroutine, in submission order. It
+// decides deterministically from the stream's state and the proposal,
+// writes to the applier's batch, and updates the state in memory.
+func (s *stream) applyLocked(p *proposal, ap *applier) result {
+	if s.mu.removed && p.kind != propCreate {
+		return result{err: errStreamGone}
+	}
+	var r result
+	switch p.kind {
+	case propCreate:
+		ap.batch.PutStream(s.recordLocked(p.acct.acc.Name()))
+		s.mu.dirty = true
+	case propUpdate:
+		s.mu.cfg = p.cfg
+		ap.batch.PutStream(s.recordLocked(p.acct.acc.Name()))
+		r.err = s.enforceLimitsLocked(ap)
+		s.mu.dirty = true
+	case propRemove:
+		ap.batch.DeleteStream(s.id)
+		s.mu.removed = true
+		if s.mu.timer != nil {
+			s.mu.timer.Stop()
+		}
+		return r
+	case propMsg:
+		r = s.storeMsgLocked(p, ap)
+	case propDelete:
+		r = s.deleteMsgLocked(p.seq, ap)
+	case propPurge:
+		r = s.purgeLocked(p.purge, 0, ap)
+	case propExpire:
+		r.err = s.expireLocked(ap)
+	}
+	if s.mu.dirty {
+		ap.markDirty(s)
+	}
+	s.armTimerLocked()
+	return r
+}
+
+// storeMsgLocked applies a publish: the Nats-* header checks, dedup, the
+// limits that refuse (discard new), the write, then the limits that evict.
+func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
+	cfg := s.mu.cfg
+	now := s.e.opts.Now().UnixNano()
+	if cfg.Sealed {
+		return result{err: api.NewStreamSealedError()}
+	}
+	if cfg.MaxMsgSize >= 0 && len(p.hdr)+len(p.data) > int(cfg.MaxMsgSize) && cfg.MaxMsgSize != 0 {
+		return result{err: api.NewMessageTooLargeError()}
+	}
+	var msgID string
+	var ttl int64
+	var rollup string
+	if len(p.hdr) > 0 {
+		if v := headerValue(p.hdr, api.HeaderExpectedStream); v != nil && string(v) != cfg.Name {
+			return result{err: api.NewExpectedStreamMismatchError()}
+		}
+		if v := headerValue(p.hdr, api.HeaderMsgID); len(v) > 0 {
+			msgID = string(v)
+			if d, ok := s.mu.dedup[msgID]; ok && now-d.ts < int64(cfg.Duplicates) {
+				return result{seq: d.seq, dup: true}
+			}
+		}
+		if v := headerValue(p.hdr, api.HeaderExpectedLastMsgID); v != nil && string(v) != s.mu.lastMsgID {
+			return result{err: api.NewWrongLastMsgIDError(s.mu.lastMsgID)}
+		}
+		if v := headerValue(p.hdr, api.HeaderExpectedLastSeq); v != nil {
+			if n, err := strconv.ParseUint(string(v), 10, 64); err != nil || n != s.mu.state.LastSeq {
+				return result{err: api.NewWrongLastSequenceError(s.mu.state.LastSeq)}
+			}
+		}
+		if v := headerValue(p.hdr, api.HeaderExpectedLastSubjSeq); v != nil {
+			subj := p.subject
+			if alt := headerValue(p.hdr, api.HeaderExpectedLastSubjSeqSubj); len(alt) > 0 {
+				subj = string(alt)
+			}
+			last, err := s.lastForSubjectLocked(subj, ap)
+			if err != nil {
+				return result{err: err}
+			}
+			if n, err := strconv.ParseUint(string(v), 10, 64); err != nil || n != last {
+				return result{err: api.NewWrongLastSequenceError(last)}
+			}
+		}
+		if v := headerValue(p.hdr, api.HeaderRollup); v != nil {
+			rollup = string(v)
+			if !cfg.AllowRollup || cfg.DenyPurge {
+				return result{err: api.NewStreamRollupFailedError(api.ErrCauseRollupNotPermitted)}
+			}
+			if rollup != "sub" && rollup != "all" {
+				return result{err: api.NewStreamRollupFailedError(errors.New("rollup value invalid: " + strconv.Quote(rollup)))}
+			}
+		}
+		if v := headerValue(p.hdr, api.HeaderTTL); v != nil {
+			if !cfg.AllowMsgTTL {
+				return result{err: api.NewMessageTTLDisabledError()}
+			}
+			var ok bool
+			if ttl, ok = parseTTL(string(v)); !ok {
+				return result{err: api.NewMessageTTLInvalidError()}
+			}
+		}
+	}
+	size := msgSize(p.subject, p.hdr, p.data)
+	if err := s.checkDiscardNewLocked(p.subject, size, ap); err != nil {
+		return result{err: err}
+	}
+
+	seq := s.mu.state.LastSeq + 1
+	m := store.Message{Seq: seq, Subject: p.subject, Header: p.hdr, Data: p.data, Time: now, TTL: ttl}
+	ap.batch.PutMsg(s.id, &m)
+	st := &s.mu.state
+	if st.Msgs == 0 {
+		st.FirstSeq, st.FirstTime = seq, now
+	}
+	st.LastSeq, st.LastTime = seq, now
+	st.Msgs++
+	st.Bytes += size
+	if ss := s.subjectEntryLocked(p.subject); ss != nil {
+		if ss.msgs == 0 {
+			ss.first = seq
+		}
+		ss.msgs++
+		ss.last = seq
+	}
+	if msgID != "" {
+		s.mu.dedup[msgID] = dedupRec{seq: seq, ts: now}
+		s.mu.lastMsgID = msgID
+		if cfg.Duplicates > 0 {
+			ap.batch.PutDedup(s.id, store.DedupEntry{ID: msgID, Seq: seq, Time: now})
+		}
+	}
+	if ttl > 0 && (s.mu.nextTTL == 0 || now+ttl < s.mu.nextTTL) {
+		s.mu.nextTTL = now + ttl
+	}
+	s.mu.dirty = true
+	switch rollup {
+	case "all":
+		if r := s.purgeLocked(api.StreamPurgeRequest{Sequence: seq}, 0, ap); r.err != nil {
+			return r
+		}
+	case "sub":
+		if r := s.purgeLocked(api.StreamPurgeRequest{Subject: p.subject, Sequence: seq}, 0, ap); r.err != nil {
+			return r
+		}
+	}
+	if err := s.enforceLimitsLocked(ap); err != nil {
+		return result{err: err}
+	}
+	return result{seq: seq}
+}
+
+// parseTTL reads a Nats-TTL value: "never", a Go duration, or seconds. A
+// TTL must be at least one second (ADR-43). Never is -1.
+func parseTTL(v string) (int64, bool) {
+	if v == "never" {
+		return -1, true
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 1 {
+			return 0, false
+		}
+		return n * int64(time.Second), true
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second {
+		return 0, false
+	}
+	return int64(d), true
+}
+
+// checkDiscardNewLocked refuses a write that a discard-new stream has no
+// room for.
+func (s *stream) checkDiscardNewLocked(subj string, size uint64, ap *applier) error {
+	cfg, st := s.mu.cfg, &s.mu.state
+	if cfg.Discard == api.DiscardNew {
+		if cfg.MaxMsgs > 0 && st.Msgs >= uint64(cfg.MaxMsgs) {
+			return api.NewStreamStoreFailedError(api.ErrCauseMaxMsgs)
+		}
+		if cfg.MaxBytes > 0 && st.Bytes+size > uint64(cfg.MaxBytes) {
+			return api.NewStreamStoreFailedError(api.ErrCauseMaxBytes)
+		}
+	}
+	if cfg.Discard == api.DiscardNew && cfg.DiscardNewPer && cfg.MaxMsgsPer > 0 {
+		if _, err := s.subjectsLocked(ap); err != nil {
+			return err
+		}
+		if ss := s.mu.subjects[subj]; ss != nil && ss.msgs >= uint64(cfg.MaxMsgsPer) {
+			return api.NewStreamStoreFailedError(api.ErrCauseMaxMsgsPerSubject)
+		}
+	}
+	return nil
+}
+
+// enforceLimitsLocked evicts the oldest messages past max_msgs, max_bytes
+// and max_msgs_per_subject.
+func (s *stream) enforceLimitsLocked(ap *applier) error {
+	cfg, st := s.mu.cfg, &s.mu.state
+	for cfg.MaxMsgs > 0 && st.Msgs > uint64(cfg.MaxMsgs) {
+		if err := s.removeFirstLocked(ap); err != nil {
+			return err
+		}
+	}
+	for cfg.MaxBytes > 0 && st.Bytes > uint64(cfg.MaxBytes) && st.Msgs > 0 {
+		if err := s.removeFirstLocked(ap); err != nil {
+			return err
+		}
+	}
+	if cfg.MaxMsgsPer > 0 {
+		subs, err := s.subjectsLocked(ap)
+		if err != nil {
+			return err
+		}
+		for subj, ss := range subs {
+			for ss.msgs > uint64(cfg.MaxMsgsPer) {
+				if err := s.removeSeqLocked(ss.first, subj, ap); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// removeFirstLocked drops the stream's oldest message.
+func (s *stream) removeFirstLocked(ap *applier) error {
+	m, err := s.nextMsgLocked(s.mu.state.FirstSeq, "", ap)
+	if err != nil {
+		return err
+	}
+	return s.removeMsgLocked(&m, ap)
+}
+
+// removeSeqLocked drops one message known to exist.
+func (s *stream) removeSeqLocked(seq uint64, subj string, ap *applier) error {
+	if err := ap.visible(); err != nil {
+		return err
+	}
+	m, err := ap.st.LoadMsg(s.id, seq)
+	if err != nil {
+		return api.NewStreamStoreFailedError(err)
+	}
+	return s.removeMsgLocked(&m, ap)
+}
+
+// nextMsgLocked reads the first message at or after seq matching filter,
+// seeing every write of the current group.
+func (s *stream) nextMsgLocked(seq uint64, filter string, ap *applier) (store.Message, error) {
+	if err := ap.visible(); err != nil {
+		return store.Message{}, err
+	}
+	m, err := ap.st.NextMsg(s.id, seq, filter)
+	if err != nil {
+		return m, api.NewStreamStoreFailedError(err)
+	}
+	return m, nil
+}
+
+// removeMsgLocked deletes m and fixes the state: counts, the first
+// sequence and time, and the subject's summary.
+func (s *stream) removeMsgLocked(m *store.Message, ap *applier) error {
+	ap.batch.DeleteMsg(s.id, m.Seq, m.Subject)
+	st := &s.mu.state
+	st.Msgs--
+	st.Bytes -= min(st.Bytes, msgSize(m.Subject, m.Header, m.Data))
+	s.mu.dirty = true
+	if ss := s.mu.subjects[m.Subject]; ss != nil {
+		ss.msgs--
+		if ss.msgs == 0 {
+			delete(s.mu.subjects, m.Subject)
+		} else if ss.first == m.Seq {
+			if err := s.advanceSubjectFirstLocked(m.Subject, ss, ap); err != nil {
+				return err
+			}
+		}
+	}
+	if st.Msgs == 0 {
+		st.FirstSeq, st.FirstTime = st.LastSeq+1, 0
+		return nil
+	}
+	if m.Seq == st.FirstSeq {
+		next, err := s.nextMsgLocked(m.Seq+1, "", ap)
+		if err != nil {
+			return err
+		}
+		st.FirstSeq, st.FirstTime = next.Seq, next.Time
+	}
+	return nil
+}
+
+func (s *stream) advanceSubjectFirstLocked(subj string, ss *subjectState, ap *applier) error {
+	if err := ap.visible(); err != nil {
+		return err
+	}
+	errFound := errors.New("found")
+	err := ap.st.SubjectSeqs(s.id, subj, ss.first+1, func(seq uint64) error {
+		ss.first = seq
+		return errFound
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return api.NewStreamStoreFailedError(err)
+	}
+	return nil
+}
+
+// subjectsLocked returns the per-subject summaries, building them from the
+// subject index the first time a stream needs them.
+func (s *stream) subjectsLocked(ap *applier) (map[string]*subjectState, error) {
+	if s.mu.subjects != nil {
+		return s.mu.subjects, nil
+	}
+	if err := ap.visible(); err != nil {
+		return nil, err
+	}
+	subs := map[string]*subjectState{}
+	err := ap.st.SubjectStates(s.id, ">", func(ss store.SubjectState) error {
+		subs[ss.Subject] = &subjectState{msgs: ss.Msgs, first: ss.First, last: ss.Last}
+		return nil
+	})
+	if err != nil {
+		return nil, api.NewStreamStoreFailedError(err)
+	}
+	s.mu.subjects = subs
+	return subs, nil
+}
+
+// subjectEntryLocked returns the summary to update for a new message on
+// subj, or nil when summaries are not being kept.
+func (s *stream) subjectEntryLocked(subj string) *subjectState {
+	if s.mu.subjects == nil {
+		return nil
+	}
+	ss := s.mu.subjects[subj]
+	if ss == nil {
+		ss = &subjectState{}
+		s.mu.subjects[subj] = ss
+	}
+	return ss
+}
+
+func (s *stream) lastForSubjectLocked(subj string, ap *applier) (uint64, error) {
+	subs, err := s.subjectsLocked(ap)
+	if err != nil {
+		return 0, err
+	}
+	if ss := subs[subj]; ss != nil {
+		return ss.last, nil
+	}
+	return 0, nil
+}
+
+// deleteMsgLocked applies STREAM.MSG.DELETE.
+func (s *stream) deleteMsgLocked(seq uint64, ap *applier) result {
+	cfg, st := s.mu.cfg, &s.mu.state
+	if cfg.DenyDelete {
+		return result{err: api.NewStreamMsgDeleteFailedError(api.ErrCauseMsgDeleteNotPermitted)}
+	}
+	if cfg.Sealed {
+		return result{err: api.NewStreamSealedError()}
+	}
+	if st.Msgs == 0 || seq < st.FirstSeq || seq > st.LastSeq {
+		return result{err: api.NewStreamMsgDeleteFailedError(api.ErrCauseNoMessage)}
+	}
+	if err := ap.visible(); err != nil {
+		return result{err: err}
+	}
+	m, err := ap.st.LoadMsg(s.id, seq)
+	if errors.Is(err, store.ErrNotFound) {
+		return result{err: api.NewStreamMsgDeleteFailedError(api.ErrCauseNoMessage)}
+	}
+	if err != nil {
+		return result{err: api.NewStreamStoreFailedError(err)}
+	}
+	if err := s.removeMsgLocked(&m, ap); err != nil {
+		return result{err: err}
+	}
+	return result{}
+}
+
+// purgeLocked applies STREAM.PURGE (and rollups): with no options it
+// empties the stream; with filter, seq (exclusive upper bound) and keep
+// (newest matches to leave) it removes what they select.
+func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) result {
+	st := &s.mu.state
+	if st.Msgs == 0 {
+		return result{}
+	}
+	if req.Subject == "" && req.Sequence == 0 && req.Keep == 0 {
+		n := st.Msgs
+		ap.batch.PurgeAll(s.id)
+		st.Msgs, st.Bytes = 0, 0
+		st.FirstSeq, st.FirstTime = st.LastSeq+1, 0
+		if s.mu.subjects != nil {
+			s.mu.subjects = map[string]*subjectState{}
+		}
+		s.mu.dirty = true
+		return result{purged: n}
+	}
+	victims, err := s.purgeVictimsLocked(req, ap)
+	if err != nil {
+		return result{err: err}
+	}
+	for i := range victims {
+		if err := s.removeMsgLocked(&victims[i], ap); err != nil {
+			return result{err: err}
+		}
+	}
+	return result{purged: uint64(len(victims))}
+}
+
+// purgeVictimsLocked lists the messages a filtered purge removes.
+func (s *stream) purgeVictimsLocked(req api.StreamPurgeRequest, ap *applier) ([]store.Message, error) {
+	if err := ap.visible(); err != nil {
+		return nil, err
+	}
+	st := s.mu.state
+	upTo := st.LastSeq + 1
+	if req.Sequence > 0 {
+		upTo = min(upTo, req.Sequence)
+	}
+	var out []store.Message
+	collect := func(m *store.Message) error {
+		if req.Subject == "" || subject.Matches(req.Subject, m.Subject) {
+			out = append(out, store.Message{Seq: m.Seq, Subject: m.Subject, Header: m.Header, Data: m.Data})
+		}
+		return nil
+	}
+	if err := ap.st.ScanMsgs(s.id, st.FirstSeq, upTo, collect); err != nil {
+		return nil, api.NewStreamStoreFailedError(err)
+	}
+	if req.Keep > 0 {
+		out = keepNewest(out, req.Keep, req.Subject != "" && req.Subject != ">")
+	}
+	return out, nil
+}
+
+// keepNewest drops from victims the newest keep messages: of the whole
+// selection, or of each subject when the purge named a filter, as
+// nats-server's purge does.
+func keepNewest(victims []store.Message, keep uint64, perSubject bool) []store.Message {
+	if !perSubject {
+		if uint64(len(victims)) <= keep {
+			return nil
+		}
+		return victims[:uint64(len(victims))-keep]
+	}
+	total := map[string]uint64{}
+	for _, m := range victims {
+		total[m.Subject]++
+	}
+	seen := map[string]uint64{}
+	out := victims[:0]
+	for _, m := range victims {
+		seen[m.Subject]++
+		if total[m.Subject]-seen[m.Subject] >= keep {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -1,0 +1,46 @@
+package store
+
+// engine is the ordered key-value layer under a Store: Pebble or the memory
+// B-tree. It knows nothing of streams; the Store's key layout and codec sit
+// above it, shared by both, so both engines answer reads identically.
+//
+// Threading: every method is safe for concurrent use. Reads see only
+// committed batches, and each commit becomes visible atomically.
+type engine interface {
+	// get calls fn with the value stored at key, or returns errKeyNotFound.
+	// The value is valid only during fn.
+	get(key []byte, fn func(v []byte) error) error
+	// scan calls fn for each key in [lower, upper), ascending or, when
+	// reverse, descending, until fn returns false or an error. Keys and
+	// values are valid only during fn. A nil upper means no upper bound.
+	scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error
+	// newBatch returns an empty batch for this engine.
+	newBatch() engineBatch
+	// sync makes every committed batch durable.
+	sync() error
+	close() error
+}
+
+// engineBatch collects writes for one atomic commit. A batch is used by one
+// goroutine at a time.
+type engineBatch interface {
+	set(k, v []byte)
+	del(k []byte)
+	delRange(start, end []byte)
+	// merge appends a copy of other's writes; other is unchanged and must
+	// come from the same engine.
+	merge(other engineBatch)
+	// commit applies the batch atomically, fsynced first when sync is set.
+	// After a failed commit the batch must not be reused.
+	commit(sync bool) error
+	// size is the encoded size in bytes; count the number of writes.
+	size() int
+	count() int
+	reset()
+	// release returns the batch's memory; the batch is unusable afterwards.
+	release()
+}
+
+// errKeyNotFound is the engines' not-found; the Store turns it into an
+// ErrNotFound naming the record.
+var errKeyNotFound = ErrNotFound

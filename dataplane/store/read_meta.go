@@ -1,0 +1,165 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Streams calls fn for every stream, in ID order, with its metadata and
+// state summary. It reads only the catalog (two small records per stream),
+// never messages, which is what keeps start-up fast. A stream exists when
+// its metadata record does; a state record without one is ignored.
+func (s *Store) Streams(fn func(StreamInfo) error) error {
+	if err := s.life.acquire(); err != nil {
+		return err
+	}
+	defer s.life.release()
+	var cur StreamInfo
+	have := false
+	err := s.eng.scan([]byte{prefixCatalog}, []byte{prefixCatalog + 1}, false, func(k, v []byte) (bool, error) {
+		p, err := unseal(k, v)
+		if err != nil {
+			return false, err
+		}
+		if len(k) != 10 {
+			return false, corruptf(k, "bad catalog key")
+		}
+		id := binary.BigEndian.Uint64(k[1:9])
+		switch k[9] {
+		case catalogMeta:
+			if have {
+				if err := fn(cur); err != nil {
+					return false, err
+				}
+			}
+			cur, have = StreamInfo{StreamMeta: StreamMeta{ID: id}}, true
+			return true, decodeMeta(k, p, &cur.StreamMeta)
+		case catalogState:
+			if have && cur.ID == id {
+				return true, decodeState(k, p, &cur.State)
+			}
+			return true, nil
+		}
+		return false, corruptf(k, "unknown catalog record")
+	})
+	if err == nil && have {
+		err = fn(cur)
+	}
+	if err != nil {
+		return fmt.Errorf("store: list streams: %w", err)
+	}
+	return nil
+}
+
+// LoadStream returns one stream's metadata and state summary.
+func (s *Store) LoadStream(id uint64) (StreamInfo, error) {
+	if err := s.life.acquire(); err != nil {
+		return StreamInfo{}, err
+	}
+	defer s.life.release()
+	info := StreamInfo{StreamMeta: StreamMeta{ID: id}}
+	key := catalogKey(nil, id, catalogMeta)
+	err := s.eng.get(key, func(v []byte) error {
+		p, err := unseal(key, v)
+		if err != nil {
+			return err
+		}
+		return decodeMeta(key, p, &info.StreamMeta)
+	})
+	if errors.Is(err, errKeyNotFound) {
+		return StreamInfo{}, notFound("stream %d", id)
+	}
+	if err != nil {
+		return StreamInfo{}, fmt.Errorf("store: load stream %d: %w", id, err)
+	}
+	key = catalogKey(nil, id, catalogState)
+	err = s.eng.get(key, func(v []byte) error {
+		p, err := unseal(key, v)
+		if err != nil {
+			return err
+		}
+		return decodeState(key, p, &info.State)
+	})
+	if err != nil && !errors.Is(err, errKeyNotFound) {
+		return StreamInfo{}, fmt.Errorf("store: load stream %d state: %w", id, err)
+	}
+	return info, nil
+}
+
+// Consumers calls fn for each consumer of the stream, in name byte order.
+func (s *Store) Consumers(stream uint64, fn func(ConsumerRecord) error) error {
+	if err := s.life.acquire(); err != nil {
+		return err
+	}
+	defer s.life.release()
+	lo := dataPrefix(nil, stream, kindConsumer)
+	return s.consumers(stream, lo, prefixEnd(bytes.Clone(lo)), fn)
+}
+
+// LoadConsumer returns one consumer's records.
+func (s *Store) LoadConsumer(stream uint64, name string) (ConsumerRecord, error) {
+	if err := s.life.acquire(); err != nil {
+		return ConsumerRecord{}, err
+	}
+	defer s.life.release()
+	lo := consumerPrefix(nil, stream, name)
+	var rec ConsumerRecord
+	found := false
+	err := s.consumers(stream, lo, prefixEnd(bytes.Clone(lo)), func(c ConsumerRecord) error {
+		rec, found = c, true
+		return nil
+	})
+	if err == nil && !found {
+		return ConsumerRecord{}, notFound("stream %d consumer %q", stream, name)
+	}
+	return rec, err
+}
+
+// consumers scans consumer records in [lo, hi), joining each consumer's
+// config and state records.
+func (s *Store) consumers(stream uint64, lo, hi []byte, fn func(ConsumerRecord) error) error {
+	var cur ConsumerRecord
+	var curRaw []byte
+	have := false
+	err := s.eng.scan(lo, hi, false, func(k, v []byte) (bool, error) {
+		p, err := unseal(k, v)
+		if err != nil {
+			return false, err
+		}
+		if len(k) < 10+2+1 {
+			return false, corruptf(k, "short consumer key")
+		}
+		raw := k[10 : len(k)-1]
+		if !have || !bytes.Equal(raw, curRaw) {
+			if have {
+				if err := fn(cur); err != nil {
+					return false, err
+				}
+			}
+			name, rest, ok := decodeEscaped(raw)
+			if !ok || len(rest) != 0 {
+				return false, corruptf(k, "bad consumer name")
+			}
+			curRaw = append(curRaw[:0], raw...)
+			cur, have = ConsumerRecord{Stream: stream, Name: name}, true
+		}
+		switch k[len(k)-1] {
+		case consumerConfig:
+			cur.Config = bytes.Clone(p)
+		case consumerState:
+			cur.State = bytes.Clone(p)
+		default:
+			return false, corruptf(k, "unknown consumer record")
+		}
+		return true, nil
+	})
+	if err == nil && have {
+		err = fn(cur)
+	}
+	if err != nil {
+		return fmt.Errorf("store: consumers of stream %d: %w", stream, err)
+	}
+	return nil
+}
