@@ -170,6 +170,9 @@ func serveDataplane(ctx context.Context, opts *config.Options, dataDir string, l
 	var mon *monitor.Monitor
 	if opts.HTTPPort != 0 {
 		mon = monitor.New(srv, log)
+		if js.engine != nil {
+			mon.SetJetStream(js.engine)
+		}
 		host := opts.HTTPHost
 		if host == "" {
 			host = opts.Host
@@ -230,14 +233,21 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 		return nil, fmt.Errorf("jetstream store %s: %w", dir, err)
 	}
 	js.file, js.mem = file, store.NewMem()
+	maxMem, maxStore := jsOpts.MaxMemory, jsOpts.MaxStore
+	if maxMem <= 0 {
+		maxMem = defaultMaxMemory()
+	}
+	if maxStore <= 0 {
+		maxStore = defaultMaxStore(dir)
+	}
 	start := time.Now()
 	var sync time.Duration
 	if !jsOpts.SyncAlways {
 		sync = jsOpts.SyncInterval
 	}
 	js.engine, err = jetstream.New(jetstream.Options{
-		Store: file, Memory: js.mem, SyncInterval: sync,
-		MaxFileStore: jsOpts.MaxStore, MaxMemoryStore: jsOpts.MaxMemory,
+		Store: file, Memory: js.mem, SyncInterval: sync, StoreDir: dir,
+		MaxFileStore: maxStore, MaxMemoryStore: maxMem,
 		Domain: jsOpts.Domain, ServerVersion: server.Version, Log: log.With("component", "jetstream"),
 	})
 	if err != nil {

@@ -43,6 +43,8 @@ type Options struct {
 	// MaxFileStore and MaxMemoryStore cap what all accounts may reserve;
 	// 0 means unlimited.
 	MaxFileStore, MaxMemoryStore int64
+	// StoreDir is where the file store lives, for monitoring.
+	StoreDir string
 	// Domain is the JetStream domain; API subjects are then also served
 	// under $JS.<domain>.API.
 	Domain string

@@ -27,6 +27,7 @@ type Monitor struct {
 	http *http.Server
 	ln   net.Listener
 
+	js       JetStreamSource // nil when JetStream is off; set before Serve
 	mu       sync.Mutex
 	reqStats map[string]uint64 // guarded by mu
 	cpu      cpuSampler        // guarded by mu
@@ -42,6 +43,7 @@ func New(srv *server.Server, log *slog.Logger) *Monitor {
 	mux.HandleFunc("/connz", m.counted("/connz", m.connz))
 	mux.HandleFunc("/subsz", m.counted("/subsz", m.subsz))
 	mux.HandleFunc("/subscriptionsz", m.counted("/subscriptionsz", m.subsz))
+	mux.HandleFunc("/jsz", m.counted("/jsz", m.jsz))
 	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return m
 }
@@ -89,7 +91,7 @@ func (m *Monitor) root(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprint(w, `<html><body><h1>Contrail data plane</h1><ul>
 <li><a href="varz">varz</a></li><li><a href="connz">connz</a></li>
-<li><a href="subsz">subsz</a></li><li><a href="healthz">healthz</a></li></ul></body></html>`)
+<li><a href="subsz">subsz</a></li><li><a href="jsz">jsz</a></li><li><a href="healthz">healthz</a></li></ul></body></html>`)
 }
 
 func (m *Monitor) healthz(w http.ResponseWriter, r *http.Request) {

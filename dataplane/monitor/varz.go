@@ -61,6 +61,7 @@ type varz struct {
 	StaleConns       int64             `json:"stale_connections"`
 	StalledClients   int64             `json:"stalled_clients"`
 	Subscriptions    uint32            `json:"subscriptions"`
+	JetStream        *jsVarz           `json:"jetstream,omitempty"`
 	HTTPReqStats     map[string]uint64 `json:"http_req_stats"`
 	ConfigLoadTime   time.Time         `json:"config_load_time"`
 	ConfigDigest     string            `json:"config_digest"`
@@ -133,6 +134,11 @@ func (m *Monitor) varz(w http.ResponseWriter, r *http.Request) {
 	v.CPU = m.cpu.sample(now)
 	m.mu.Unlock()
 	v.Mem = rss()
+	if m.js != nil {
+		snap := m.js.Snapshot()
+		st := statsOf(&snap)
+		v.JetStream = &jsVarz{Config: configOf(&snap), Stats: &st}
+	}
 	writeJSON(w, r, &v)
 }
 
