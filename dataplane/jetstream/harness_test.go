@@ -1,0 +1,146 @@
+package jetstream
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
+	"github.com/contrail/contrail/dataplane/subject"
+)
+
+// fakeAccount is an in-process Account: internal subscriptions and
+// publishes, without a server, so the engine can be driven directly.
+type fakeAccount struct {
+	name string
+	mu   sync.Mutex
+	subs map[int]fakeSub
+	next int
+}
+
+type fakeSub struct {
+	filter string
+	h      func(subject, reply, hdr, msg []byte)
+}
+
+func newFakeAccount(name string) *fakeAccount {
+	return &fakeAccount{name: name, subs: map[int]fakeSub{}}
+}
+
+func (a *fakeAccount) Name() string { return a.name }
+
+func (a *fakeAccount) SubscribeInternal(filter string, h func(subject, reply, hdr, msg []byte)) (func(), error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.next++
+	id := a.next
+	a.subs[id] = fakeSub{filter, h}
+	return func() {
+		a.mu.Lock()
+		delete(a.subs, id)
+		a.mu.Unlock()
+	}, nil
+}
+
+func (a *fakeAccount) Publish(subj, reply string, hdr, msg []byte) {
+	a.mu.Lock()
+	var hs []func(subject, reply, hdr, msg []byte)
+	for _, s := range a.subs {
+		if subject.Matches(s.filter, subj) {
+			hs = append(hs, s.h)
+		}
+	}
+	a.mu.Unlock()
+	for _, h := range hs {
+		h([]byte(subj), []byte(reply), hdr, msg)
+	}
+}
+
+// request publishes and waits for the reply on a private inbox.
+func (a *fakeAccount) request(t testing.TB, subj string, hdr, body []byte) []byte {
+	t.Helper()
+	ch := make(chan []byte, 1)
+	inbox := "_INBOX.test." + subj
+	unsub, _ := a.SubscribeInternal(inbox, func(_, _, _, msg []byte) {
+		select {
+		case ch <- append([]byte(nil), msg...):
+		default:
+		}
+	})
+	defer unsub()
+	a.Publish(subj, inbox, hdr, body)
+	return <-ch
+}
+
+// apiCall sends a JSON API request and decodes the reply into out.
+func (a *fakeAccount) apiCall(t testing.TB, subj string, req, out any) {
+	t.Helper()
+	var body []byte
+	if req != nil {
+		body, _ = json.Marshal(req)
+	}
+	if err := json.Unmarshal(a.request(t, subj, nil, body), out); err != nil {
+		t.Fatalf("%s: %v", subj, err)
+	}
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// openEngine starts an engine whose file store is a Pebble DB on fs.
+func openEngine(t testing.TB, fs vfs.FS) (*Engine, *fakeAccount, func()) {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: "js", FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engineOn(t, st)
+}
+
+func engineOn(t testing.TB, st *store.Store) (*Engine, *fakeAccount, func()) {
+	t.Helper()
+	mem := store.NewMem()
+	e, err := New(Options{Store: st, Memory: mem, ServerVersion: "test", Log: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := newFakeAccount("A")
+	if err := e.EnableAccount(acc); err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	closeAll := func() {
+		if closed {
+			return
+		}
+		closed = true
+		e.Close()
+		st.Close()
+		mem.Close()
+	}
+	t.Cleanup(closeAll)
+	return e, acc, closeAll
+}
+
+func createStream(t testing.TB, acc *fakeAccount, cfg api.StreamConfig) {
+	t.Helper()
+	var resp api.StreamCreateResponse
+	acc.apiCall(t, "$JS.API.STREAM.CREATE."+cfg.Name, cfg, &resp)
+	if resp.Error != nil {
+		t.Fatalf("create %s: %v", cfg.Name, resp.Error)
+	}
+}
+
+// publish sends a message to a stream subject and decodes the ack.
+func publish(t testing.TB, acc *fakeAccount, subj string, hdr, data []byte) api.PubAckResponse {
+	t.Helper()
+	var ack api.PubAckResponse
+	if err := json.Unmarshal(acc.request(t, subj, hdr, data), &ack); err != nil {
+		t.Fatal(err)
+	}
+	return ack
+}
