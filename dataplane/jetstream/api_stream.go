@@ -79,6 +79,9 @@ func (a *jsAccount) streamCreate(req apiRequest, name string) any {
 	if err := api.CheckSubjectOverlap(cfg.Subjects, a.configsExcept(name)); err != nil {
 		return streamErr(typ, err)
 	}
+	if err := a.e.checkReservation(cfg, 0); err != nil {
+		return streamErr(typ, err)
+	}
 	ap := a.e.applierFor(cfg)
 	s := newStream(a.e, ap, a.e.newStreamID(), cfg, a.e.opts.Now().UTC())
 	if cfg.FirstSeq > 1 {
@@ -121,6 +124,9 @@ func (a *jsAccount) streamUpdate(req apiRequest, name string) any {
 		return streamErr(typ, aerr)
 	}
 	if err := api.CheckSubjectOverlap(next.Subjects, a.configsExcept(name)); err != nil {
+		return streamErr(typ, err)
+	}
+	if err := a.e.checkReservation(next, max(s.config().MaxBytes, 0)); err != nil {
 		return streamErr(typ, err)
 	}
 	if r := s.ap.apply(&proposal{s: s, acct: a, kind: propUpdate, cfg: next}); r.err != nil {

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
@@ -65,6 +66,10 @@ type applier struct {
 	e            *Engine
 	st           *store.Store
 	syncInterval time.Duration
+	// max is the server's limit on what this store's streams hold (0: no
+	// limit); used is what they hold now.
+	max  int64
+	used atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -104,9 +109,12 @@ func (ap *applier) writeStates() {
 	ap.states = ap.states[:0]
 }
 
-func newApplier(e *Engine, st *store.Store, syncInterval time.Duration) *applier {
-	return &applier{e: e, st: st, syncInterval: syncInterval, work: make(chan struct{}, 1), done: make(chan struct{})}
+func newApplier(e *Engine, st *store.Store, syncInterval time.Duration, max int64) *applier {
+	return &applier{e: e, st: st, syncInterval: syncInterval, max: max, work: make(chan struct{}, 1), done: make(chan struct{})}
 }
+
+// full reports whether the store's streams already hold the server's limit.
+func (ap *applier) full() bool { return ap.max > 0 && ap.used.Load() >= ap.max }
 
 // submit queues p; false means the applier is closed (p.done is not run).
 func (ap *applier) submit(p *proposal) bool {

@@ -98,8 +98,8 @@ func New(opts Options) (*Engine, error) {
 	e.mu.accounts = map[string]*jsAccount{}
 	e.mu.byID = map[uint64]*stream{}
 	e.mu.recovered = map[string][]*stream{}
-	e.file = newApplier(e, opts.Store, opts.SyncInterval)
-	e.memory = newApplier(e, opts.Memory, 0)
+	e.file = newApplier(e, opts.Store, opts.SyncInterval, opts.MaxFileStore)
+	e.memory = newApplier(e, opts.Memory, 0, opts.MaxMemoryStore)
 	for _, ap := range []*applier{e.file, e.memory} {
 		if err := e.recover(ap); err != nil {
 			return nil, err
@@ -133,6 +133,7 @@ func (e *Engine) recover(ap *applier) error {
 		}
 		s := newStream(e, ap, info.ID, rec.Config, rec.Created)
 		s.mu.state = info.State
+		ap.used.Add(int64(info.State.Bytes))
 		if err := s.loadDedup(now); err != nil {
 			return err
 		}
@@ -181,4 +182,40 @@ func (e *Engine) applierFor(cfg *api.StreamConfig) *applier {
 		return e.memory
 	}
 	return e.file
+}
+
+// reserved sums the max_bytes the streams of one store have claimed.
+func (e *Engine) reserved(ap *applier) int64 {
+	e.mu.Lock()
+	streams := make([]*stream, 0, len(e.mu.byID))
+	for _, s := range e.mu.byID {
+		streams = append(streams, s)
+	}
+	e.mu.Unlock()
+	var n int64
+	for _, s := range streams {
+		if s.ap != ap {
+			continue
+		}
+		if cfg := s.config(); cfg.MaxBytes > 0 {
+			n += cfg.MaxBytes
+		}
+	}
+	return n
+}
+
+// checkReservation refuses a stream whose max_bytes the server cannot
+// guarantee, as nats-server does: max_bytes is reserved up front.
+func (e *Engine) checkReservation(cfg *api.StreamConfig, old int64) *api.Error {
+	ap := e.applierFor(cfg)
+	if cfg.MaxBytes <= 0 || ap.max <= 0 {
+		return nil
+	}
+	if e.reserved(ap)-old+cfg.MaxBytes > ap.max {
+		if ap == e.memory {
+			return api.NewMemoryResourcesExceededError()
+		}
+		return api.NewStorageResourcesExceededError()
+	}
+	return nil
 }

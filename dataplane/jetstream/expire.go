@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
 )
 
 // armTimerLocked schedules the stream's next expiry work: max_age of the
@@ -24,7 +25,13 @@ func (s *stream) armTimerLocked() {
 		}
 	}
 	if cfg.MaxAge > 0 && st.Msgs > 0 {
-		consider(st.FirstTime + int64(cfg.MaxAge))
+		// ageNext is the oldest message that can age out (messages with
+		// Nats-TTL "never" cannot); zero means "not known", so use the first.
+		oldest := s.mu.ageNext
+		if oldest == 0 || oldest < st.FirstTime {
+			oldest = st.FirstTime
+		}
+		consider(oldest + int64(cfg.MaxAge))
 	}
 	consider(s.mu.nextTTL)
 	if len(s.mu.dedup) > 0 && cfg.Duplicates > 0 {
@@ -57,12 +64,9 @@ func (s *stream) expire() {
 func (s *stream) expireLocked(ap *applier) error {
 	cfg, st := s.mu.cfg, &s.mu.state
 	now := s.e.opts.Now().UnixNano()
-	if cfg.MaxAge > 0 {
-		cutoff := now - int64(cfg.MaxAge)
-		for st.Msgs > 0 && st.FirstTime <= cutoff {
-			if err := s.removeFirstLocked(ap); err != nil {
-				return err
-			}
+	if cfg.MaxAge > 0 && st.Msgs > 0 {
+		if err := s.expireAgedLocked(now-int64(cfg.MaxAge), ap); err != nil {
+			return err
 		}
 	}
 	if s.mu.nextTTL != 0 && s.mu.nextTTL <= now {
@@ -83,6 +87,63 @@ func (s *stream) expireLocked(ap *applier) error {
 		s.mu.dedupPruneAt = 0
 	}
 	return nil
+}
+
+// expireAgedLocked removes messages older than cutoff, except those
+// published with Nats-TTL "never", and leaves a delete marker where a
+// subject lost its last message and the stream asks for markers.
+func (s *stream) expireAgedLocked(cutoff int64, ap *applier) error {
+	if err := ap.visible(); err != nil {
+		return err
+	}
+	type victim struct {
+		seq     uint64
+		subject string
+		size    uint64
+	}
+	var victims []victim
+	stop := errors.New("stop")
+	s.mu.ageNext = 0
+	err := ap.st.ScanMsgs(s.id, s.mu.state.FirstSeq, s.mu.state.LastSeq+1, func(m *store.Message) error {
+		if m.TTL < 0 {
+			return nil // exempt from max_age
+		}
+		if m.Time > cutoff {
+			s.mu.ageNext = m.Time
+			return stop
+		}
+		victims = append(victims, victim{m.Seq, m.Subject, msgSize(m.Subject, m.Header, m.Data)})
+		return nil
+	})
+	if err != nil && !errors.Is(err, stop) {
+		return api.NewStreamStoreFailedError(err)
+	}
+	markers := s.mu.cfg.SubjectDeleteMarkerTTL
+	if markers > 0 && len(victims) > 0 {
+		if _, err := s.subjectsLocked(ap); err != nil {
+			return err
+		}
+	}
+	for _, v := range victims {
+		if err := s.removeLocked(v.seq, v.subject, v.size, ap); err != nil {
+			return err
+		}
+		if markers > 0 && s.mu.subjects[v.subject] == nil {
+			if err := s.storeMarkerLocked(v.subject, markers, ap); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// storeMarkerLocked writes a subject delete marker: an empty message that
+// tells watchers (KV) the subject's last value aged out, itself kept for
+// the marker TTL.
+func (s *stream) storeMarkerLocked(subj string, ttl time.Duration, ap *applier) error {
+	hdr := appendHeaderBlock(nil, "", api.HeaderMarkerReason, "MaxAge", api.HeaderTTL, ttl.String())
+	r := s.storeMsgLocked(&proposal{s: s, kind: propMsg, subject: subj, hdr: hdr}, ap)
+	return r.err
 }
 
 // expireTTLLocked removes messages whose Nats-TTL has passed and finds the
@@ -114,7 +175,7 @@ func (s *stream) expireTTLLocked(now int64, ap *applier) error {
 		if err != nil {
 			continue // already removed by a limit, a purge or a delete
 		}
-		if err := s.removeMsgLocked(&m, ap); err != nil {
+		if err := s.removeLocked(m.Seq, m.Subject, msgSize(m.Subject, m.Header, m.Data), ap); err != nil {
 			return err
 		}
 	}

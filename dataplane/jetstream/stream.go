@@ -34,6 +34,11 @@ type stream struct {
 		timer       *time.Timer              // expiry timer; guarded by mu
 		timerAt     int64                    // when it fires (unix nanos), 0 if idle; guarded by mu
 		nextTTL     int64                    // earliest per-message TTL expiry, 0 if none; guarded by mu
+		// ageNext is the time of the oldest message max_age can remove, 0
+		// when unknown; guarded by mu.
+		ageNext int64
+		// consumers counts the stream's consumers; guarded by mu.
+		consumers int
 		// dedupPruneAt is when old Nats-Msg-Id records are next dropped.
 		dedupPruneAt int64 // guarded by mu
 	}

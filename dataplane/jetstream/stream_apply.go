@@ -30,6 +30,7 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		s.mu.dirty = true
 	case propRemove:
 		ap.batch.DeleteStream(s.id)
+		ap.used.Add(-int64(s.mu.state.Bytes))
 		s.mu.removed = true
 		if s.mu.timer != nil {
 			s.mu.timer.Stop()
@@ -115,6 +116,9 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 			}
 		}
 	}
+	if ap.full() {
+		return result{err: api.NewInsufficientResourcesError()}
+	}
 	size := msgSize(p.subject, p.hdr, p.data)
 	if err := s.checkDiscardNewLocked(p.subject, size, ap); err != nil {
 		return result{err: err}
@@ -130,6 +134,7 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 	st.LastSeq, st.LastTime = seq, now
 	st.Msgs++
 	st.Bytes += size
+	ap.used.Add(int64(size))
 	if ss := s.subjectEntryLocked(p.subject); ss != nil {
 		if ss.msgs == 0 {
 			ss.first = seq
@@ -143,6 +148,9 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 		if cfg.Duplicates > 0 {
 			ap.batch.PutDedup(s.id, store.DedupEntry{ID: msgID, Seq: seq, Time: now})
 		}
+	}
+	if ttl >= 0 && s.mu.ageNext == 0 {
+		s.mu.ageNext = now
 	}
 	if ttl > 0 && (s.mu.nextTTL == 0 || now+ttl < s.mu.nextTTL) {
 		s.mu.nextTTL = now + ttl
@@ -160,6 +168,13 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 	}
 	if err := s.enforceLimitsLocked(ap); err != nil {
 		return result{err: err}
+	}
+	if cfg.Retention == api.InterestPolicy && s.mu.consumers == 0 {
+		// Nobody is interested: the message is acknowledged (it has a
+		// sequence) but not kept.
+		if err := s.removeLocked(seq, p.subject, size, ap); err != nil {
+			return result{err: err}
+		}
 	}
 	return result{seq: seq}
 }
@@ -270,13 +285,21 @@ func (s *stream) nextMsgLocked(seq uint64, filter string, ap *applier) (store.Me
 	return m, nil
 }
 
-// removeMsgLocked deletes m and fixes the state: counts, the first
-// sequence and time, and the subject's summary.
+// removeMsgLocked deletes m and fixes the state.
 func (s *stream) removeMsgLocked(m *store.Message, ap *applier) error {
+	return s.removeLocked(m.Seq, m.Subject, msgSize(m.Subject, m.Header, m.Data), ap)
+}
+
+// removeLocked deletes message seq (on subj, counting size) and fixes the
+// state: counts, the first sequence and time, and the subject's summary.
+func (s *stream) removeLocked(seq uint64, subj string, size uint64, ap *applier) error {
+	m := &store.Message{Seq: seq, Subject: subj}
 	ap.batch.DeleteMsg(s.id, m.Seq, m.Subject)
 	st := &s.mu.state
+	size = min(st.Bytes, size)
 	st.Msgs--
-	st.Bytes -= min(st.Bytes, msgSize(m.Subject, m.Header, m.Data))
+	st.Bytes -= size
+	ap.used.Add(-int64(size))
 	s.mu.dirty = true
 	if ss := s.mu.subjects[m.Subject]; ss != nil {
 		ss.msgs--
@@ -402,6 +425,7 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 	if req.Subject == "" && req.Sequence == 0 && req.Keep == 0 {
 		n := st.Msgs
 		ap.batch.PurgeAll(s.id)
+		ap.used.Add(-int64(st.Bytes))
 		st.Msgs, st.Bytes = 0, 0
 		st.FirstSeq, st.FirstTime = st.LastSeq+1, 0
 		if s.mu.subjects != nil {
