@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Side names, in report column order.
+const (
+	sideContrail   = "contrail"
+	sideNatsServer = "nats-server"
+)
+
+// result collects the per-round figures of one workload.
+type result struct {
+	w    Workload
+	msgs int64
+	// rounds[side] holds, per completed round, the w.metrics() values.
+	rounds map[string][][]float64
+	// errs[side] is the side's first failure; its remaining rounds were skipped.
+	errs map[string]error
+}
+
+// median returns the median of metric i over the completed rounds of side,
+// or NaN if there are none.
+func (r *result) median(side string, i int) float64 {
+	var vs []float64
+	for _, round := range r.rounds[side] {
+		vs = append(vs, round[i])
+	}
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(vs)
+	mid := len(vs) / 2
+	if len(vs)%2 == 1 {
+		return vs[mid]
+	}
+	return (vs[mid-1] + vs[mid]) / 2
+}
+
+// formatValue renders msgs/s as a comma-grouped integer and latencies with
+// one decimal.
+func formatValue(m metric, v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	if m.lowerBetter {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return commas(int64(math.Round(v)))
+}
+
+// commas formats n with thousands separators.
+func commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// formatRound renders one round's figures, e.g. "sub msgs/s 712,345 | pub msgs/s 720,001".
+func formatRound(w Workload, vals []float64) string {
+	var parts []string
+	for i, m := range w.metrics() {
+		parts = append(parts, m.name+" "+formatValue(m, vals[i]))
+	}
+	return strings.Join(parts, " | ")
+}
+
+// printTable writes the aligned summary: per workload and metric, the
+// median of each side and the ratio contrail / nats-server.
+func printTable(out io.Writer, results []*result, rounds int) {
+	rows := [][]string{{"workload", "metric", sideContrail, sideNatsServer, "ratio"}}
+	for _, r := range results {
+		name := r.w.Name
+		for i, m := range r.w.metrics() {
+			c, n := r.median(sideContrail, i), r.median(sideNatsServer, i)
+			ratio := "-"
+			if !math.IsNaN(c) && !math.IsNaN(n) && n != 0 {
+				ratio = strconv.FormatFloat(c/n, 'f', 2, 64)
+			}
+			cs, ns := formatValue(m, c), formatValue(m, n)
+			if r.errs[sideContrail] != nil {
+				cs, ratio = "FAILED", "-"
+			}
+			if r.errs[sideNatsServer] != nil {
+				ns, ratio = "FAILED", "-"
+			}
+			rows = append(rows, []string{name, m.name, cs, ns, ratio})
+			name = ""
+		}
+	}
+	widths := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, cell := range row {
+			widths[i] = max(widths[i], len(cell))
+		}
+	}
+	fmt.Fprintf(out, "\nmedian of %d round(s); ratio = contrail / nats-server (msgs/s: higher is better for contrail; latency: lower is better)\n\n", rounds)
+	for _, row := range rows {
+		var b strings.Builder
+		for i, cell := range row {
+			if i > 0 {
+				b.WriteString("   ")
+			}
+			if i < 2 { // text columns left-aligned, figures right-aligned
+				fmt.Fprintf(&b, "%-*s", widths[i], cell)
+			} else {
+				fmt.Fprintf(&b, "%*s", widths[i], cell)
+			}
+		}
+		fmt.Fprintln(out, strings.TrimRight(b.String(), " "))
+	}
+}
