@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -8,11 +9,14 @@ import (
 	"github.com/contrail/contrail/dataplane/jetstream/api"
 )
 
-// Status replies of DIRECT.GET: header-only messages, as clients expect.
+// Status replies of DIRECT.GET: header-only messages, as clients expect,
+// with nats-server's codes and descriptions.
 var (
-	directNotFound   = []byte("NATS/1.0 404 Message Not Found\r\n\r\n")
-	directBadRequest = []byte("NATS/1.0 400 Bad Request\r\n\r\n")
-	directNoStream   = []byte("NATS/1.0 503\r\n\r\n")
+	directNotFound     = []byte("NATS/1.0 404 Message Not Found\r\n\r\n")
+	directEmptyRequest = []byte("NATS/1.0 408 Empty Request\r\n\r\n")
+	directMalformed    = []byte("NATS/1.0 408 Malformed Request\r\n\r\n")
+	directBadRequest   = []byte("NATS/1.0 408 Bad Request\r\n\r\n")
+	directNoStream     = []byte("NATS/1.0 503\r\n\r\n")
 )
 
 // directGet answers $JS.API.DIRECT.GET.<stream> (JSON body) and
@@ -22,7 +26,7 @@ func (a *jsAccount) directGet(req apiRequest, rest string) {
 	if req.reply == "" {
 		return
 	}
-	name, subj, _ := strings.Cut(rest, ".")
+	name, subj, bySubject := strings.Cut(rest, ".")
 	s := a.lookup(name)
 	if s == nil || !s.config().AllowDirect {
 		// No responder for this stream, as a stream without allow_direct has
@@ -30,15 +34,9 @@ func (a *jsAccount) directGet(req apiRequest, rest string) {
 		a.acc.Publish(req.reply, "", directNoStream, nil)
 		return
 	}
-	var greq api.MsgGetRequest
-	if subj != "" {
-		if len(req.body) > 0 {
-			a.acc.Publish(req.reply, "", directBadRequest, nil)
-			return
-		}
-		greq.LastFor = subj
-	} else if err := decode(req.body, &greq); err != nil || greq.Batch > 0 || len(greq.MultiLastFor) > 0 {
-		a.acc.Publish(req.reply, "", directBadRequest, nil)
+	greq, status := directRequest(req.body, subj, bySubject)
+	if status != nil {
+		a.acc.Publish(req.reply, "", status, nil)
 		return
 	}
 	m, aerr := s.get(&greq)
@@ -48,6 +46,10 @@ func (a *jsAccount) directGet(req apiRequest, rest string) {
 		} else {
 			a.acc.Publish(req.reply, "", directBadRequest, nil)
 		}
+		return
+	}
+	if greq.NoHeaders {
+		a.acc.Publish(req.reply, "", nil, m.Data)
 		return
 	}
 	hdr := m.Header
@@ -62,6 +64,38 @@ func (a *jsAccount) directGet(req apiRequest, rest string) {
 	out = appendHdr(out, api.HeaderTimeStamp, time.Unix(0, m.Time).UTC().Format(time.RFC3339Nano))
 	out = append(out, "\r\n"...)
 	a.acc.Publish(req.reply, "", out, m.Data)
+}
+
+// directRequest reads a direct get: the JSON body, or for the subject form
+// the subject (with an optional body that may set nothing but no_hdr). It
+// returns the status reply nats-server gives a request it refuses.
+// Batched and multi-subject gets are not served yet.
+func directRequest(body []byte, subj string, bySubject bool) (api.MsgGetRequest, []byte) {
+	var req api.MsgGetRequest
+	if bySubject {
+		if len(body) > 0 && json.Unmarshal(body, &req) != nil {
+			return req, directMalformed
+		}
+		if subj == "" || req.LastFor != "" || req.NextFor != "" || len(req.MultiLastFor) > 0 || req.Seq != 0 ||
+			req.Batch != 0 || req.StartTime != nil || req.UpToSeq != 0 || req.UpToTime != nil {
+			return req, directBadRequest
+		}
+		req.LastFor = subj
+		return req, nil
+	}
+	if len(body) == 0 {
+		return req, directEmptyRequest
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return req, directMalformed
+	}
+	if req.Seq == 0 && req.LastFor == "" && req.NextFor == "" && len(req.MultiLastFor) == 0 && req.StartTime == nil {
+		return req, directEmptyRequest
+	}
+	if !validGet(&req) || req.Batch > 0 || len(req.MultiLastFor) > 0 || (req.UpToSeq > 0 && req.UpToTime != nil) {
+		return req, directBadRequest
+	}
+	return req, nil
 }
 
 func appendHdr(b []byte, k, v string) []byte {

@@ -1,8 +1,10 @@
 package jetstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
@@ -20,24 +22,25 @@ func streamErr(typ string, err *api.Error) *api.Response {
 	return &api.Response{Type: typ, Error: err}
 }
 
-// streamConfigFromRequest decodes and checks a create/update body.
-func (a *jsAccount) streamConfigFromRequest(typ string, req apiRequest, name string) (*api.StreamConfig, *api.Error) {
-	if !api.ValidName(name) {
-		if api.HasPathSeparator(name) {
-			return nil, api.NewStreamNameContainsPathSeparatorsError()
-		}
-		return nil, api.NewStreamInvalidConfigError(errors.New("invalid stream name"))
-	}
+// streamConfigFromRequest decodes and checks a create/update body, in
+// nats-server's order: the JSON, then (for a create) the name in the
+// subject, path separators and sealed, then the config itself, and (for
+// an update, whose config is checked first) the name.
+func (a *jsAccount) streamConfigFromRequest(req apiRequest, name string, create bool) (*api.StreamConfig, *api.Error) {
 	var creq api.StreamConfigRequest
 	if err := api.DecodeRequest(req.body, &creq); err != nil {
 		return nil, api.NewInvalidJSONError(err)
 	}
 	cfg := &creq.StreamConfig
-	if cfg.Name == "" {
-		cfg.Name = name
-	}
-	if cfg.Name != name {
-		return nil, api.NewStreamNameMismatchError()
+	if create {
+		switch {
+		case cfg.Name != name:
+			return nil, api.NewStreamNameMismatchError()
+		case api.HasPathSeparator(name):
+			return nil, api.NewStreamNameContainsPathSeparatorsError()
+		case cfg.Sealed:
+			return nil, api.NewStreamInvalidConfigError(errors.New("stream configuration for create can not be sealed"))
+		}
 	}
 	norm, aerr := cfg.Normalize(api.StreamEnv{
 		Pedantic: creq.Pedantic,
@@ -51,6 +54,9 @@ func (a *jsAccount) streamConfigFromRequest(typ string, req apiRequest, name str
 	if aerr != nil {
 		return nil, aerr
 	}
+	if !create && norm.Name != name {
+		return nil, api.NewStreamNameMismatchError()
+	}
 	if norm.Replicas > 1 {
 		return nil, api.NewReplicasNotSupportedError()
 	}
@@ -63,7 +69,7 @@ func (a *jsAccount) streamConfigFromRequest(typ string, req apiRequest, name str
 
 func (a *jsAccount) streamCreate(req apiRequest, name string) any {
 	const typ = api.TypeStreamCreateResponse
-	cfg, aerr := a.streamConfigFromRequest(typ, req, name)
+	cfg, aerr := a.streamConfigFromRequest(req, name, true)
 	if aerr != nil {
 		return streamErr(typ, aerr)
 	}
@@ -73,8 +79,10 @@ func (a *jsAccount) streamCreate(req apiRequest, name string) any {
 		if !sameConfig(s.config(), cfg) {
 			return streamErr(typ, api.NewStreamNameInUseError())
 		}
+		// nats-server answers a repeated create exactly like the first
+		// one, did_create included.
 		info, _ := s.info(nil)
-		return &api.StreamCreateResponse{Response: api.Response{Type: typ}, StreamInfo: info}
+		return &api.StreamCreateResponse{Response: api.Response{Type: typ}, StreamInfo: info, DidCreate: true}
 	}
 	if err := api.CheckSubjectOverlap(cfg.Subjects, a.configsExcept(name)); err != nil {
 		return streamErr(typ, err)
@@ -109,7 +117,7 @@ func sameConfig(a, b *api.StreamConfig) bool {
 
 func (a *jsAccount) streamUpdate(req apiRequest, name string) any {
 	const typ = api.TypeStreamUpdateResponse
-	cfg, aerr := a.streamConfigFromRequest(typ, req, name)
+	cfg, aerr := a.streamConfigFromRequest(req, name, false)
 	if aerr != nil {
 		return streamErr(typ, aerr)
 	}
@@ -142,23 +150,54 @@ func (a *jsAccount) streamUpdate(req apiRequest, name string) any {
 
 func (a *jsAccount) streamInfo(req apiRequest, name string) any {
 	const typ = api.TypeStreamInfoResponse
+	// Error replies carry the paging members too (all zero), as
+	// nats-server's do.
+	fail := func(err *api.Error) any {
+		return &api.StreamInfoResponse{Response: api.Response{Type: typ, Error: err}}
+	}
 	var ireq api.StreamInfoRequest
 	if err := decode(req.body, &ireq); err != nil {
-		return streamErr(typ, err)
+		return fail(err)
 	}
 	s := a.lookup(name)
 	if s == nil {
-		return streamErr(typ, api.NewStreamNotFoundError())
+		return fail(api.NewStreamNotFoundError())
 	}
 	info, aerr := s.info(&ireq)
 	if aerr != nil {
-		return streamErr(typ, aerr)
+		return fail(aerr)
+	}
+	if n := a.e.opts.ServerName; n != "" {
+		info.Cluster = &api.ClusterInfo{Leader: n}
 	}
 	resp := &api.StreamInfoResponse{Response: api.Response{Type: typ}, StreamInfo: info}
-	if n := len(info.State.Subjects); n > 0 {
-		resp.Paged = api.Paged{Total: n, Offset: ireq.Offset, Limit: n}
+	if subs := info.State.Subjects; len(subs) > 0 {
+		offset := max(ireq.Offset, 0)
+		resp.Paged = api.Paged{Total: len(subs), Offset: offset, Limit: api.MaxSubjectDetails}
+		if offset > 0 || len(subs) > api.MaxSubjectDetails {
+			info.State.Subjects = pageSubjects(subs, offset, api.MaxSubjectDetails)
+		}
 	}
 	return resp
+}
+
+// pageSubjects returns one page of a subjects_filter result, by subject
+// order; nil when the page is empty.
+func pageSubjects(subs map[string]uint64, offset, size int) map[string]uint64 {
+	names := make([]string, 0, len(subs))
+	for subj := range subs {
+		names = append(names, subj)
+	}
+	sort.Strings(names)
+	names = page(names, offset, size)
+	if len(names) == 0 {
+		return nil
+	}
+	out := make(map[string]uint64, len(names))
+	for _, subj := range names {
+		out[subj] = subs[subj]
+	}
+	return out
 }
 
 func (a *jsAccount) streamDelete(req apiRequest, name string) any {
@@ -245,12 +284,14 @@ func (a *jsAccount) streamNames(req apiRequest, _ string) any {
 		return &api.StreamNamesResponse{Response: *streamErr(typ, err)}
 	}
 	all := a.streamsMatching(nreq.Subject)
-	names := []string{}
-	for _, s := range page(all, nreq.Offset, namesPage) {
+	offset := min(max(nreq.Offset, 0), len(all))
+	// No names is null on the wire, not [], as nats-server sends it.
+	var names []string
+	for _, s := range page(all, offset, namesPage) {
 		names = append(names, s.name())
 	}
 	return &api.StreamNamesResponse{Response: api.Response{Type: typ},
-		Paged: api.Paged{Total: len(all), Offset: nreq.Offset, Limit: namesPage}, Streams: names}
+		Paged: api.Paged{Total: len(all), Offset: offset, Limit: namesPage}, Streams: names}
 }
 
 func (a *jsAccount) streamList(req apiRequest, _ string) any {
@@ -260,27 +301,32 @@ func (a *jsAccount) streamList(req apiRequest, _ string) any {
 		return &api.StreamListResponse{Response: *streamErr(typ, err)}
 	}
 	all := a.streamsMatching(lreq.Subject)
+	offset := min(max(lreq.Offset, 0), len(all))
 	infos := []*api.StreamInfo{}
-	for _, s := range page(all, lreq.Offset, listPage) {
+	for _, s := range page(all, offset, listPage) {
 		if info, err := s.info(nil); err == nil {
+			// nats-server lists configs as stored, without the server's
+			// version and level that its other replies add.
+			info.Config = *s.config()
 			infos = append(infos, info)
 		}
 	}
 	return &api.StreamListResponse{Response: api.Response{Type: typ},
-		Paged: api.Paged{Total: len(all), Offset: lreq.Offset, Limit: listPage}, Streams: infos}
+		Paged: api.Paged{Total: len(all), Offset: offset, Limit: listPage}, Streams: infos}
 }
 
-func (a *jsAccount) streamStepdown(_ apiRequest, name string) any {
+func (a *jsAccount) streamStepdown(apiRequest, string) any {
 	const typ = api.TypeStreamLeaderStepdownResponse
-	if a.lookup(name) == nil {
-		return streamErr(typ, api.NewStreamNotFoundError())
-	}
 	// A single node leads every stream; there is nobody to step down to.
+	// nats-server says so before looking the stream up.
 	return streamErr(typ, api.NewClusterRequiredError())
 }
 
 func (a *jsAccount) msgDelete(req apiRequest, name string) any {
 	const typ = api.TypeStreamMsgDeleteResponse
+	if len(bytes.TrimSpace(req.body)) == 0 {
+		return streamErr(typ, api.NewBadRequestError())
+	}
 	var dreq api.MsgDeleteRequest
 	if err := decode(req.body, &dreq); err != nil {
 		return streamErr(typ, err)
@@ -288,6 +334,12 @@ func (a *jsAccount) msgDelete(req apiRequest, name string) any {
 	s := a.lookup(name)
 	if s == nil {
 		return streamErr(typ, api.NewStreamNotFoundError())
+	}
+	switch cfg := s.config(); {
+	case cfg.Sealed:
+		return streamErr(typ, api.NewStreamSealedError())
+	case cfg.DenyDelete:
+		return streamErr(typ, api.NewStreamMsgDeleteFailedError(api.ErrCauseMsgDeleteNotPermitted))
 	}
 	r := s.ap.apply(&proposal{s: s, acct: a, kind: propDelete, seq: dreq.Seq, erase: !dreq.NoErase})
 	if r.err != nil {
@@ -298,9 +350,15 @@ func (a *jsAccount) msgDelete(req apiRequest, name string) any {
 
 func (a *jsAccount) msgGet(req apiRequest, name string) any {
 	const typ = api.TypeStreamMsgGetResponse
+	if len(bytes.TrimSpace(req.body)) == 0 {
+		return streamErr(typ, api.NewBadRequestError())
+	}
 	var greq api.MsgGetRequest
 	if err := decode(req.body, &greq); err != nil {
 		return streamErr(typ, err)
+	}
+	if greq.Batch > 0 || greq.MaxBytes > 0 || len(greq.MultiLastFor) > 0 || !validGet(&greq) {
+		return streamErr(typ, api.NewBadRequestError())
 	}
 	s := a.lookup(name)
 	if s == nil {
@@ -310,24 +368,46 @@ func (a *jsAccount) msgGet(req apiRequest, name string) any {
 	if aerr != nil {
 		return streamErr(typ, aerr)
 	}
-	return &api.MsgGetResponse{Response: api.Response{Type: typ}, Message: &api.StoredMsg{
-		Subject: m.Subject, Sequence: m.Seq, Header: m.Header, Data: m.Data, Time: time.Unix(0, m.Time).UTC(),
-	}}
+	sm := &api.StoredMsg{Subject: m.Subject, Sequence: m.Seq, Header: m.Header, Data: m.Data, Time: time.Unix(0, m.Time).UTC()}
+	if greq.NoHeaders {
+		sm.Header = nil
+	}
+	return &api.MsgGetResponse{Response: api.Response{Type: typ}, Message: sm}
 }
 
-// get answers the three lookups of MSG.GET and DIRECT.GET.
+// validGet reports whether a get request names exactly one way to find
+// its message, by nats-server's rules: seq, last_by_subj, or
+// next_by_subj (from seq or start_time), or start_time alone.
+func validGet(req *api.MsgGetRequest) bool {
+	switch {
+	case req.Seq > 0 && req.LastFor != "",
+		req.Seq == 0 && req.LastFor == "" && req.NextFor == "" && req.StartTime == nil,
+		req.Seq > 0 && req.StartTime != nil,
+		req.StartTime != nil && req.LastFor != "",
+		req.LastFor != "" && req.NextFor != "":
+		return false
+	}
+	return true
+}
+
+// get answers the lookups of MSG.GET and DIRECT.GET; req passed validGet.
 func (s *stream) get(req *api.MsgGetRequest) (store.Message, *api.Error) {
 	var m store.Message
 	var err error
+	seq := req.Seq
+	if req.StartTime != nil {
+		seq, err = s.seqForTime(req.StartTime.UnixNano())
+	}
 	switch {
-	case req.LastFor != "" && req.Seq == 0 && req.NextFor == "":
-		m, err = s.ap.st.LastMsg(s.id, req.LastFor)
-	case req.NextFor != "" && req.LastFor == "":
-		m, err = s.ap.st.NextMsg(s.id, max(req.Seq, 1), req.NextFor)
-	case req.Seq > 0 && req.LastFor == "" && req.NextFor == "":
-		m, err = s.ap.st.LoadMsg(s.id, req.Seq)
+	case err != nil:
+	case req.NextFor != "":
+		m, err = s.ap.st.NextMsg(s.id, max(seq, 1), req.NextFor)
+	case req.StartTime != nil:
+		m, err = s.ap.st.NextMsg(s.id, seq, "")
+	case seq > 0:
+		m, err = s.ap.st.LoadMsg(s.id, seq)
 	default:
-		return m, api.NewBadRequestError()
+		m, err = s.ap.st.LastMsg(s.id, req.LastFor)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return m, api.NewNoMessageFoundError()
@@ -336,4 +416,32 @@ func (s *stream) get(req *api.MsgGetRequest) (store.Message, *api.Error) {
 		return m, api.NewStreamGeneralError(err)
 	}
 	return m, nil
+}
+
+// seqForTime returns the first sequence whose message was stored at or
+// after t (unix nanos), or one past the last when there is none. Stamps
+// rise with sequences, so this is a binary search of O(log n) reads.
+func (s *stream) seqForTime(t int64) (uint64, error) {
+	s.mu.Lock()
+	st := s.mu.state
+	s.mu.Unlock()
+	if st.Msgs == 0 {
+		return st.LastSeq + 1, nil
+	}
+	lo, hi := st.FirstSeq, st.LastSeq+1 // the answer is in [lo, hi]
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		m, err := s.ap.st.NextMsg(s.id, mid, "")
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			hi = mid
+		case err != nil:
+			return 0, err
+		case m.Time >= t:
+			hi = mid // every sequence in [mid, m.Seq) is gone
+		default:
+			lo = m.Seq + 1
+		}
+	}
+	return lo, nil
 }

@@ -50,7 +50,10 @@ type Options struct {
 	Domain string
 	// ServerVersion is reported in stream metadata.
 	ServerVersion string
-	Log           *slog.Logger
+	// ServerName is reported as the leader of every stream in STREAM.INFO,
+	// as a single nats-server reports itself.
+	ServerName string
+	Log        *slog.Logger
 	// Now is the clock; tests inject one.
 	Now func() time.Time
 }
@@ -135,6 +138,9 @@ func (e *Engine) recover(ap *applier) error {
 		s.mu.state = info.State
 		ap.used.Add(int64(info.State.Bytes))
 		if err := s.loadDedup(now); err != nil {
+			return err
+		}
+		if err := s.loadLastMsgID(); err != nil {
 			return err
 		}
 		e.mu.Lock()

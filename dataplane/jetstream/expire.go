@@ -81,6 +81,9 @@ func (s *stream) expireLocked(ap *applier) error {
 				delete(s.mu.dedup, id)
 			}
 		}
+		if err := ap.visible(); err != nil {
+			return err
+		}
 		if _, err := ap.st.ExpireDedup(ap.batch, s.id, cutoff); err != nil {
 			return api.NewStreamStoreFailedError(err)
 		}

@@ -51,7 +51,9 @@ func ackPublish(p *proposal, r result) {
 	}
 	var b []byte
 	if r.err != nil {
-		b, _ = json.Marshal(api.PubAckResponse{Error: api.Prefer(r.err, api.NewStreamStoreFailedError(r.err))})
+		// nats-server names the stream in a refusal too: {"error":…,"stream":…,"seq":0}.
+		b, _ = json.Marshal(api.PubAckResponse{Error: api.Prefer(r.err, api.NewStreamStoreFailedError(r.err)),
+			PubAck: &api.PubAck{Stream: cfg.Name}})
 	} else {
 		b = appendPubAck(make([]byte, 0, 64+len(cfg.Name)), cfg.Name, r.seq, r.dup, s.e.opts.Domain)
 	}

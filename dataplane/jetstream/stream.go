@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -93,6 +94,25 @@ func (s *stream) loadDedup(now time.Time) error {
 	})
 }
 
+// loadLastMsgID restores, at start-up, the Nats-Msg-Id of the last
+// message (what Nats-Expected-Last-Msg-Id is checked against): "" when the
+// last message had none or is gone, as nats-server recovers it.
+func (s *stream) loadLastMsgID() error {
+	st := s.mu.state
+	if st.Msgs == 0 {
+		return nil
+	}
+	m, err := s.ap.st.LoadMsg(s.id, st.LastSeq)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("jetstream: stream %q last message: %w", s.mu.cfg.Name, err)
+	}
+	s.mu.lastMsgID = string(headerValue(m.Header, api.HeaderMsgID))
+	return nil
+}
+
 // msgSize is what a message counts against byte limits.
 func msgSize(subject string, hdr, data []byte) uint64 {
 	return uint64(len(subject) + len(hdr) + len(data) + 16)
@@ -165,6 +185,11 @@ func (s *stream) deletedSeqs(st store.StreamState) []uint64 {
 		next = m.Seq + 1
 		return nil
 	})
+	// Messages removed after the last one still held are gaps too:
+	// last_seq stays where it was.
+	for ; next <= st.LastSeq; next++ {
+		out = append(out, next)
+	}
 	return out
 }
 

@@ -2,7 +2,10 @@ package jetstream
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
@@ -67,24 +70,22 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 	var ttl int64
 	var rollup string
 	if len(p.hdr) > 0 {
-		if v := headerValue(p.hdr, api.HeaderExpectedStream); v != nil && string(v) != cfg.Name {
+		// The checks run in nats-server's order, since a request that
+		// fails two of them must get the same answer from both; a header
+		// with an empty value counts as absent.
+		if v := headerValue(p.hdr, api.HeaderExpectedStream); len(v) > 0 && string(v) != cfg.Name {
 			return result{err: api.NewExpectedStreamMismatchError()}
 		}
-		if v := headerValue(p.hdr, api.HeaderMsgID); len(v) > 0 {
-			msgID = string(v)
-			if d, ok := s.mu.dedup[msgID]; ok && now-d.ts < int64(cfg.Duplicates) {
-				return result{seq: d.seq, dup: true}
+		var ttlErr bool
+		if v := headerValue(p.hdr, api.HeaderTTL); len(v) > 0 {
+			var ok bool
+			ttl, ok = parseTTL(string(v))
+			ttlErr = !ok
+			if ttl != 0 && !cfg.AllowMsgTTL {
+				return result{err: api.NewMessageTTLDisabledError()}
 			}
 		}
-		if v := headerValue(p.hdr, api.HeaderExpectedLastMsgID); v != nil && string(v) != s.mu.lastMsgID {
-			return result{err: api.NewWrongLastMsgIDError(s.mu.lastMsgID)}
-		}
-		if v := headerValue(p.hdr, api.HeaderExpectedLastSeq); v != nil {
-			if n, err := strconv.ParseUint(string(v), 10, 64); err != nil || n != s.mu.state.LastSeq {
-				return result{err: api.NewWrongLastSequenceError(s.mu.state.LastSeq)}
-			}
-		}
-		if v := headerValue(p.hdr, api.HeaderExpectedLastSubjSeq); v != nil {
+		if v := headerValue(p.hdr, api.HeaderExpectedLastSubjSeq); len(v) > 0 {
 			subj := p.subject
 			if alt := headerValue(p.hdr, api.HeaderExpectedLastSubjSeqSubj); len(alt) > 0 {
 				subj = string(alt)
@@ -96,24 +97,34 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 			if n, err := strconv.ParseUint(string(v), 10, 64); err != nil || n != last {
 				return result{err: api.NewWrongLastSequenceError(last)}
 			}
+		} else if len(headerValue(p.hdr, api.HeaderExpectedLastSubjSeqSubj)) > 0 {
+			return result{err: api.NewExpectedLastSubjectSeqMissingError()}
 		}
-		if v := headerValue(p.hdr, api.HeaderRollup); v != nil {
-			rollup = string(v)
+		if v := headerValue(p.hdr, api.HeaderExpectedLastSeq); len(v) > 0 {
+			if n, err := strconv.ParseUint(string(v), 10, 64); err != nil || n != s.mu.state.LastSeq {
+				return result{err: api.NewWrongLastSequenceError(s.mu.state.LastSeq)}
+			}
+		}
+		if v := headerValue(p.hdr, api.HeaderMsgID); len(v) > 0 {
+			msgID = string(v)
+			if d, ok := s.mu.dedup[msgID]; ok && now-d.ts < int64(cfg.Duplicates) {
+				return result{seq: d.seq, dup: true}
+			}
+		}
+		if v := headerValue(p.hdr, api.HeaderExpectedLastMsgID); len(v) > 0 && string(v) != s.mu.lastMsgID {
+			return result{err: api.NewWrongLastMsgIDError(s.mu.lastMsgID)}
+		}
+		if v := headerValue(p.hdr, api.HeaderRollup); len(v) > 0 {
+			rollup = strings.ToLower(string(v))
 			if !cfg.AllowRollup || cfg.DenyPurge {
 				return result{err: api.NewStreamRollupFailedError(api.ErrCauseRollupNotPermitted)}
 			}
 			if rollup != "sub" && rollup != "all" {
-				return result{err: api.NewStreamRollupFailedError(errors.New("rollup value invalid: " + strconv.Quote(rollup)))}
+				return result{err: api.NewStreamRollupFailedError(fmt.Errorf("rollup value invalid: %q", rollup))}
 			}
 		}
-		if v := headerValue(p.hdr, api.HeaderTTL); v != nil {
-			if !cfg.AllowMsgTTL {
-				return result{err: api.NewMessageTTLDisabledError()}
-			}
-			var ok bool
-			if ttl, ok = parseTTL(string(v)); !ok {
-				return result{err: api.NewMessageTTLInvalidError()}
-			}
+		if ttlErr {
+			return result{err: api.NewMessageTTLInvalidError()}
 		}
 	}
 	if ap.full() {
@@ -142,9 +153,11 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 		ss.msgs++
 		ss.last = seq
 	}
+	// The last message's Nats-Msg-Id, "" if it had none, is what
+	// Nats-Expected-Last-Msg-Id is checked against.
+	s.mu.lastMsgID = msgID
 	if msgID != "" {
 		s.mu.dedup[msgID] = dedupRec{seq: seq, ts: now}
-		s.mu.lastMsgID = msgID
 		if cfg.Duplicates > 0 {
 			ap.batch.PutDedup(s.id, store.DedupEntry{ID: msgID, Seq: seq, Time: now})
 		}
@@ -179,23 +192,25 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 	return result{seq: seq}
 }
 
-// parseTTL reads a Nats-TTL value: "never", a Go duration, or seconds. A
-// TTL must be at least one second (ADR-43). Never is -1.
-func parseTTL(v string) (int64, bool) {
-	if v == "never" {
+// parseTTL reads a Nats-TTL value as nats-server does: "never" (any
+// case) is -1; a Go duration of at least a second, or a whole number of
+// seconds, counts in whole seconds; "0" means no TTL. ok is false for
+// anything else (ADR-43).
+func parseTTL(v string) (ttl int64, ok bool) {
+	if strings.EqualFold(v, "never") {
 		return -1, true
 	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 1 {
+	if d, err := time.ParseDuration(v); err == nil {
+		if d < time.Second {
 			return 0, false
 		}
-		return n * int64(time.Second), true
+		return int64(d/time.Second) * int64(time.Second), true
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < time.Second {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/int64(time.Second) {
 		return 0, false
 	}
-	return int64(d), true
+	return n * int64(time.Second), true
 }
 
 // checkDiscardNewLocked refuses a write that a discard-new stream has no
@@ -389,21 +404,23 @@ func (s *stream) lastForSubjectLocked(subj string, ap *applier) (uint64, error) 
 // deleteMsgLocked applies STREAM.MSG.DELETE.
 func (s *stream) deleteMsgLocked(seq uint64, ap *applier) result {
 	cfg, st := s.mu.cfg, &s.mu.state
-	if cfg.DenyDelete {
-		return result{err: api.NewStreamMsgDeleteFailedError(api.ErrCauseMsgDeleteNotPermitted)}
-	}
 	if cfg.Sealed {
 		return result{err: api.NewStreamSealedError()}
 	}
+	if cfg.DenyDelete {
+		return result{err: api.NewStreamMsgDeleteFailedError(api.ErrCauseMsgDeleteNotPermitted)}
+	}
+	// Whatever the reason there is no such message (never stored, gone,
+	// out of range, 0), nats-server says "sequence N not found" (10043).
 	if st.Msgs == 0 || seq < st.FirstSeq || seq > st.LastSeq {
-		return result{err: api.NewStreamMsgDeleteFailedError(api.ErrCauseNoMessage)}
+		return result{err: api.NewSequenceNotFoundError(seq)}
 	}
 	if err := ap.visible(); err != nil {
 		return result{err: err}
 	}
 	m, err := ap.st.LoadMsg(s.id, seq)
 	if errors.Is(err, store.ErrNotFound) {
-		return result{err: api.NewStreamMsgDeleteFailedError(api.ErrCauseNoMessage)}
+		return result{err: api.NewSequenceNotFoundError(seq)}
 	}
 	if err != nil {
 		return result{err: api.NewStreamStoreFailedError(err)}
@@ -467,32 +484,17 @@ func (s *stream) purgeVictimsLocked(req api.StreamPurgeRequest, ap *applier) ([]
 		return nil, api.NewStreamStoreFailedError(err)
 	}
 	if req.Keep > 0 {
-		out = keepNewest(out, req.Keep, req.Subject != "" && req.Subject != ">")
+		out = keepNewest(out, req.Keep)
 	}
 	return out, nil
 }
 
-// keepNewest drops from victims the newest keep messages: of the whole
-// selection, or of each subject when the purge named a filter, as
-// nats-server's purge does.
-func keepNewest(victims []store.Message, keep uint64, perSubject bool) []store.Message {
-	if !perSubject {
-		if uint64(len(victims)) <= keep {
-			return nil
-		}
-		return victims[:uint64(len(victims))-keep]
+// keepNewest drops from victims the newest keep messages of the whole
+// selection: nats-server's purge keeps the newest keep messages matching
+// the filter, not keep per subject.
+func keepNewest(victims []store.Message, keep uint64) []store.Message {
+	if uint64(len(victims)) <= keep {
+		return nil
 	}
-	total := map[string]uint64{}
-	for _, m := range victims {
-		total[m.Subject]++
-	}
-	seen := map[string]uint64{}
-	out := victims[:0]
-	for _, m := range victims {
-		seen[m.Subject]++
-		if total[m.Subject]-seen[m.Subject] >= keep {
-			out = append(out, m)
-		}
-	}
-	return out
+	return victims[:uint64(len(victims))-keep]
 }

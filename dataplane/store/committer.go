@@ -43,20 +43,22 @@ type CommitterStats struct {
 //
 // Threading: Submit and Commit are safe for concurrent use. Batches commit
 // in the order their Submit calls took the Committer's lock, so batches
-// submitted by one goroutine commit in submission order. Completion
+// submitted by one goroutine commit in submission order; batches committed
+// directly with Batch.Commit meanwhile are not ordered with them. Completion
 // callbacks run one at a time on the Committer's goroutine, in that same
 // order; they must be quick and must not call Submit, Commit or Close (a
 // blocked Submit would wait for the goroutine that is running the callback).
 type Committer struct {
-	s     *Store
-	opts  CommitterOptions
-	mu    sync.Mutex
-	work  sync.Cond // signalled when the gathering group gains its first item or closing starts
-	space sync.Cond // broadcast when the gathering group is taken
-	// Fields below are guarded by mu.
-	gathering *group // the group new batches join
-	spare     *group // a committed group kept for reuse, or nil
-	closing   bool
+	s    *Store
+	opts CommitterOptions
+	mu   struct {
+		sync.Mutex
+		gathering *group // the group new batches join; never nil
+		spare     *group // a committed group kept for reuse, or nil
+		closing   bool
+	}
+	work  sync.Cond // on mu: the gathering group gained its first batch, or closing began
+	space sync.Cond // on mu: the gathering group was taken
 
 	stats struct{ groups, items, bytes, failed, nanos atomic.Uint64 }
 	stop  chan struct{} // closed by Close to stop the lazy syncer
@@ -76,8 +78,8 @@ func NewCommitter(s *Store, opts CommitterOptions) *Committer {
 		opts.MaxGroupBytes = 32 << 20
 	}
 	c := &Committer{s: s, opts: opts, stop: make(chan struct{}), done: make(chan struct{})}
-	c.work.L, c.space.L = &c.mu, &c.mu
-	c.gathering = &group{w: s.eng.newBatch()}
+	c.work.L, c.space.L = &c.mu.Mutex, &c.mu.Mutex
+	c.mu.gathering = &group{w: s.eng.newBatch()}
 	go c.loop()
 	if opts.SyncInterval > 0 {
 		go c.syncLoop()
@@ -93,15 +95,15 @@ func NewCommitter(s *Store, opts CommitterOptions) *Committer {
 func (c *Committer) Submit(b *Batch, done func(error)) {
 	n := b.Len()
 	c.mu.Lock()
-	for !c.closing && c.gathering.bytes > 0 && c.gathering.bytes+n > c.opts.MaxGroupBytes {
+	for !c.mu.closing && c.mu.gathering.bytes > 0 && c.mu.gathering.bytes+n > c.opts.MaxGroupBytes {
 		c.space.Wait()
 	}
-	if c.closing {
+	if c.mu.closing {
 		c.mu.Unlock()
 		done(fmt.Errorf("store: committer: %w", ErrClosed))
 		return
 	}
-	g := c.gathering
+	g := c.mu.gathering
 	g.w.merge(b.w)
 	g.dones = append(g.dones, done)
 	g.bytes += n
@@ -136,11 +138,11 @@ func (c *Committer) Stats() CommitterStats {
 // ErrClosed. It returns the final sync's error, if any.
 func (c *Committer) Close() error {
 	c.mu.Lock()
-	if c.closing {
+	if c.mu.closing {
 		c.mu.Unlock()
 		return fmt.Errorf("store: committer: %w", ErrClosed)
 	}
-	c.closing = true
+	c.mu.closing = true
 	c.work.Signal()
 	c.space.Broadcast()
 	c.mu.Unlock()
@@ -174,17 +176,17 @@ func (c *Committer) loop() {
 func (c *Committer) take() *group {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for len(c.gathering.dones) == 0 && !c.closing {
+	for len(c.mu.gathering.dones) == 0 && !c.mu.closing {
 		c.work.Wait()
 	}
-	if len(c.gathering.dones) == 0 {
+	if len(c.mu.gathering.dones) == 0 {
 		return nil
 	}
-	g := c.gathering
-	if c.gathering = c.spare; c.gathering == nil {
-		c.gathering = &group{w: c.s.eng.newBatch()}
+	g := c.mu.gathering
+	if c.mu.gathering = c.mu.spare; c.mu.gathering == nil {
+		c.mu.gathering = &group{w: c.s.eng.newBatch()}
 	}
-	c.spare = nil
+	c.mu.spare = nil
 	c.space.Broadcast()
 	return g
 }
@@ -217,7 +219,7 @@ func (c *Committer) recycle(g *group, err error) {
 	clear(g.dones)
 	g.dones, g.bytes = g.dones[:0], 0
 	c.mu.Lock()
-	c.spare = g
+	c.mu.spare = g
 	c.mu.Unlock()
 }
 

@@ -124,6 +124,9 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 
 // Open opens (creating if needed) the Pebble-backed store in opts.Dir.
 func Open(opts Options) (*Store, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("store: Options.Dir is required")
+	}
 	opts.ensureDefaults()
 	e := &pebbleEngine{}
 	po := &pebble.Options{

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -17,6 +18,22 @@ type enumSpelling struct {
 	kind  string
 	names []string
 	fold  bool // accept any letter case, as nats-server does for discard
+	// bad formats the error for a value that is not one of names, from
+	// the raw JSON, in nats-server's words (it reaches clients inside the
+	// 10025 description); empty means `can not unmarshal "<raw>"`.
+	bad string
+}
+
+// badValue is the error for the raw JSON value b.
+func (s enumSpelling) badValue(b []byte) error {
+	switch {
+	case s.bad == "":
+		return fmt.Errorf("can not unmarshal %q", b)
+	case strings.Contains(s.bad, "%"):
+		return fmt.Errorf(s.bad, b)
+	default:
+		return errors.New(s.bad)
+	}
 }
 
 func (s enumSpelling) marshal(v int) ([]byte, error) {
@@ -29,7 +46,7 @@ func (s enumSpelling) marshal(v int) ([]byte, error) {
 func (s enumSpelling) unmarshal(b []byte) (int, error) {
 	var str string
 	if bytes.Equal(b, []byte("null")) || json.Unmarshal(b, &str) != nil {
-		return 0, fmt.Errorf("can not unmarshal %s %s", s.kind, b)
+		return 0, s.badValue(b)
 	}
 	if s.fold {
 		str = strings.ToLower(str)
@@ -39,7 +56,7 @@ func (s enumSpelling) unmarshal(b []byte) (int, error) {
 			return i, nil
 		}
 	}
-	return 0, fmt.Errorf("can not unmarshal %s %q", s.kind, str)
+	return 0, s.badValue(b)
 }
 
 func (s enumSpelling) text(v int) string {
@@ -132,7 +149,7 @@ const (
 	S2Compression
 )
 
-var compressionSpelling = enumSpelling{kind: "compression", names: []string{"none", "s2"}}
+var compressionSpelling = enumSpelling{kind: "compression", names: []string{"none", "s2"}, bad: "unknown compression algorithm"}
 
 // String returns the wire spelling.
 func (c Compression) String() string { return compressionSpelling.text(int(c)) }
@@ -275,7 +292,7 @@ const (
 )
 
 var prioritySpelling = enumSpelling{kind: "priority policy", names: []string{
-	"none", "overflow", "pinned_client", "prioritized"}}
+	"none", "overflow", "pinned_client", "prioritized"}, bad: "unknown priority policy: %s"}
 
 // String returns the wire spelling.
 func (p PriorityPolicy) String() string { return prioritySpelling.text(int(p)) }
@@ -301,7 +318,7 @@ const (
 	ActionCreate
 )
 
-var actionSpelling = enumSpelling{kind: "consumer action", names: []string{"", "update", "create"}}
+var actionSpelling = enumSpelling{kind: "consumer action", names: []string{"", "update", "create"}, bad: "unknown consumer action: %s"}
 
 // String returns the wire spelling.
 func (a ConsumerAction) String() string { return actionSpelling.text(int(a)) }

@@ -138,7 +138,8 @@ type StoredMsg struct {
 
 // PubAck is the reply to a publish a stream captured. It carries no "type"
 // member: clients decode it as a bare object. On failure the reply is
-// {"error":{…}} with no other members (see PubAckResponse).
+// {"error":{…},"stream":<name>,"seq":0}, as nats-server sends it (see
+// PubAckResponse).
 type PubAck struct {
 	Stream   string `json:"stream"`
 	Sequence uint64 `json:"seq"`
