@@ -80,6 +80,14 @@ func (a *jsAccount) attach(s *stream) error {
 	s.mu.Lock()
 	s.armTimerLocked()
 	s.mu.Unlock()
+	recovered := s.recovered
+	s.recovered = nil
+	for _, c := range recovered {
+		c.a = a
+		if err := a.startConsumer(c); err != nil {
+			return fmt.Errorf("jetstream: consumer %q: %w", c.name, err)
+		}
+	}
 	return nil
 }
 
@@ -103,7 +111,11 @@ func (a *jsAccount) disable() {
 		if s.mu.timer != nil {
 			s.mu.timer.Stop()
 		}
+		cons := s.consumersLocked()
 		s.mu.Unlock()
+		for _, c := range cons {
+			c.stop()
+		}
 	}
 }
 
@@ -134,6 +146,23 @@ func (a *jsAccount) configsExcept(name string) [][]string {
 		}
 	}
 	return out
+}
+
+// reservations sums the max_bytes the account's streams reserve, by
+// storage type, as nats-server reports them in account info.
+func (a *jsAccount) reservations() (memory, file uint64) {
+	for _, s := range a.sortedStreams() {
+		cfg := s.config()
+		if cfg.MaxBytes <= 0 {
+			continue
+		}
+		if cfg.Storage == api.MemoryStorage {
+			memory += uint64(cfg.MaxBytes)
+		} else {
+			file += uint64(cfg.MaxBytes)
+		}
+	}
+	return memory, file
 }
 
 // usage sums what the account's streams hold, by storage type.

@@ -122,10 +122,12 @@ func decode(body []byte, v any) *api.Error {
 
 func (a *jsAccount) accountInfo(req apiRequest, _ string) any {
 	mem, file, streams := a.usage()
+	resMem, resFile := a.reservations()
 	unlimited := api.AccountLimits{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1,
 		MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}
 	info := &api.AccountInfo{
-		Tier:   api.Tier{Memory: mem, Store: file, Streams: streams, Limits: unlimited},
+		Tier: api.Tier{Memory: mem, Store: file, ReservedMemory: resMem, ReservedStore: resFile,
+			Streams: streams, Limits: unlimited},
 		Domain: a.e.opts.Domain,
 		API:    api.APIStats{Level: apiLevel, Total: a.apiTotal.Load(), Errors: a.apiErrors.Load()},
 	}

@@ -40,6 +40,8 @@ func (a *jsAccount) streamConfigFromRequest(req apiRequest, name string, create 
 			return nil, api.NewStreamNameContainsPathSeparatorsError()
 		case cfg.Sealed:
 			return nil, api.NewStreamInvalidConfigError(errors.New("stream configuration for create can not be sealed"))
+		case cfg.MirrorDirect && cfg.Mirror == nil:
+			return nil, api.NewStreamInvalidConfigError(errors.New("stream has no mirror but does have mirror direct"))
 		}
 	}
 	norm, aerr := cfg.Normalize(api.StreamEnv{
@@ -240,8 +242,6 @@ func (a *jsAccount) streamPurge(req apiRequest, name string) any {
 		return &api.StreamPurgeResponse{Response: *streamErr(typ, api.NewStreamPurgeFailedError(api.ErrCausePurgeNotPermitted))}
 	case preq.Sequence > 0 && preq.Keep > 0:
 		return &api.StreamPurgeResponse{Response: *streamErr(typ, api.NewBadRequestError())}
-	case preq.Subject != "" && !subject.ValidFilterString(preq.Subject):
-		return &api.StreamPurgeResponse{Response: *streamErr(typ, api.NewStreamPurgeFailedError(errors.New("invalid subject")))}
 	}
 	r := s.ap.apply(&proposal{s: s, acct: a, kind: propPurge, purge: preq})
 	if r.err != nil {

@@ -21,6 +21,10 @@ const (
 	propCreate
 	propUpdate
 	propRemove
+	propAcked
+	propConsumerCreate
+	propConsumerState
+	propConsumerDelete
 )
 
 // proposal is one change to one stream, on its way through the apply path.
@@ -39,6 +43,9 @@ type proposal struct {
 	purge api.StreamPurgeRequest
 	// propUpdate
 	cfg *api.StreamConfig
+	// propAcked: acknowledged sequences; propConsumer*: the consumer
+	seqs []uint64
+	cons *consumer
 	// done receives the outcome once it is durable (or failed); it runs on
 	// the applier goroutine and must be quick.
 	done func(*proposal, result)
@@ -83,7 +90,10 @@ type applier struct {
 	// states lists streams whose state summary changed in this group; the
 	// summary is written once per group, not once per message.
 	states []*stream // applier goroutine only
-	done   chan struct{}
+	// committed pairs each of those streams with its last sequence, to
+	// publish as durable once the group commits.
+	committed []streamSeq // applier goroutine only
+	done      chan struct{}
 }
 
 // markDirty queues s's state summary for the group's commit. Called with
@@ -101,6 +111,7 @@ func (ap *applier) writeStates() {
 		s.mu.Lock()
 		if !s.mu.removed {
 			ap.batch.PutStreamState(s.id, s.mu.state)
+			ap.committed = append(ap.committed, streamSeq{s, s.mu.state.LastSeq})
 		}
 		s.mu.dirty, s.mu.stateQueued = false, false
 		s.mu.Unlock()
@@ -207,11 +218,12 @@ func (ap *applier) applyOne(p *proposal) result {
 // commitGroup makes the group durable: one commit with fsync (or, in
 // lazy mode, without, syncing on the interval).
 func (ap *applier) commitGroup(lastSync *time.Time) error {
+	ap.writeStates()
 	if ap.fail != nil {
 		ap.batch.Reset()
+		ap.committed = ap.committed[:0]
 		return api.NewStreamStoreFailedError(ap.fail)
 	}
-	ap.writeStates()
 	lazy := ap.syncInterval > 0
 	sync := !lazy
 	if lazy && time.Since(*lastSync) >= ap.syncInterval {
@@ -235,7 +247,18 @@ func (ap *applier) commitGroup(lastSync *time.Time) error {
 	} else {
 		ap.dirty = true
 	}
+	for i, c := range ap.committed {
+		c.s.durable.Store(c.seq)
+		c.s.wakeConsumers()
+		ap.committed[i] = streamSeq{}
+	}
+	ap.committed = ap.committed[:0]
 	return nil
+}
+
+type streamSeq struct {
+	s   *stream
+	seq uint64
 }
 
 // visible makes the group's writes so far readable by the store's read

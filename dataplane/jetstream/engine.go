@@ -31,6 +31,10 @@ type Account interface {
 	SubscribeInternal(filter string, h func(subject, reply, hdr, msg []byte)) (unsubscribe func(), err error)
 	// Publish sends a message into the account.
 	Publish(subject, reply string, hdr, msg []byte)
+	// Deliver routes a message by to, presenting it as published on subject.
+	Deliver(to, subject, reply string, hdr, msg []byte)
+	// HasInterest reports whether anyone subscribes to subject.
+	HasInterest(subject string) bool
 }
 
 // Options configure a node's JetStream.
@@ -138,6 +142,10 @@ func (e *Engine) recover(ap *applier) error {
 		s.mu.state = info.State
 		ap.used.Add(int64(info.State.Bytes))
 		if err := s.loadDedup(now); err != nil {
+			return err
+		}
+		s.durable.Store(info.State.LastSeq)
+		if err := s.loadConsumers(); err != nil {
 			return err
 		}
 		if err := s.loadLastMsgID(); err != nil {

@@ -47,11 +47,26 @@ func (a *fakeAccount) SubscribeInternal(filter string, h func(subject, reply, hd
 	}, nil
 }
 
+func (a *fakeAccount) HasInterest(subj string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range a.subs {
+		if subject.Matches(s.filter, subj) {
+			return true
+		}
+	}
+	return false
+}
+
 func (a *fakeAccount) Publish(subj, reply string, hdr, msg []byte) {
+	a.Deliver(subj, subj, reply, hdr, msg)
+}
+
+func (a *fakeAccount) Deliver(to, subj, reply string, hdr, msg []byte) {
 	a.mu.Lock()
 	var hs []func(subject, reply, hdr, msg []byte)
 	for _, s := range a.subs {
-		if subject.Matches(s.filter, subj) {
+		if subject.Matches(s.filter, to) {
 			hs = append(hs, s.h)
 		}
 	}

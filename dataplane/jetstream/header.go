@@ -77,3 +77,17 @@ func removeHeader(hdr []byte, key string) []byte {
 	}
 	return append(out, "\r\n"...)
 }
+
+// addHeader returns a copy of hdr (possibly empty) with key: value added.
+func addHeader(hdr []byte, key, value string) []byte {
+	out := make([]byte, 0, len(hdr)+len(key)+len(value)+16)
+	if len(hdr) < 4 {
+		out = append(out, "NATS/1.0\r\n"...)
+	} else {
+		out = append(out, hdr[:len(hdr)-2]...) // drop the block's final CRLF
+	}
+	out = append(out, key...)
+	out = append(out, ": "...)
+	out = append(out, value...)
+	return append(out, "\r\n\r\n"...)
+}

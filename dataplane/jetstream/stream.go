@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
@@ -38,12 +39,36 @@ type stream struct {
 		// ageNext is the time of the oldest message max_age can remove, 0
 		// when unknown; guarded by mu.
 		ageNext int64
-		// consumers counts the stream's consumers; guarded by mu.
-		consumers int
+		// cons are the stream's consumers by name; guarded by mu.
+		cons map[string]*consumer
 		// dedupPruneAt is when old Nats-Msg-Id records are next dropped.
 		dedupPruneAt int64 // guarded by mu
 	}
 	unsubs []func() // capture subscriptions; owned by the account
+	// durable is the last sequence committed to the store: consumers
+	// deliver nothing beyond it.
+	durable atomic.Uint64
+	// recovered holds durable consumers read at start-up until the
+	// account is enabled.
+	recovered []*consumer
+}
+
+// loadConsumers reads the stream's durable consumers from the store.
+func (s *stream) loadConsumers() error {
+	return s.ap.st.Consumers(s.id, func(rec store.ConsumerRecord) error {
+		var cr consumerRecord
+		if err := json.Unmarshal(rec.Config, &cr); err != nil || cr.Config == nil {
+			return fmt.Errorf("jetstream: consumer %q record: %w", rec.Name, errors.Join(err, store.ErrCorrupt))
+		}
+		c := newConsumer(s, nil, rec.Name, cr.Config, cr.Created)
+		if len(rec.State) > 0 {
+			if err := c.restoreState(rec.State); err != nil {
+				return fmt.Errorf("jetstream: consumer %q state: %w", rec.Name, errors.Join(err, store.ErrCorrupt))
+			}
+		}
+		s.recovered = append(s.recovered, c)
+		return nil
+	})
 }
 
 type dedupRec struct {
@@ -60,6 +85,7 @@ func newStream(e *Engine, ap *applier, id uint64, cfg *api.StreamConfig, created
 	s := &stream{e: e, ap: ap, id: id, created: created}
 	s.mu.cfg = cfg
 	s.mu.dedup = map[string]dedupRec{}
+	s.mu.cons = map[string]*consumer{}
 	return s
 }
 
@@ -124,6 +150,9 @@ func (s *stream) info(req *api.StreamInfoRequest) (*api.StreamInfo, *api.Error) 
 	cfg := s.mu.cfg
 	st := s.mu.state
 	s.mu.Unlock()
+	s.mu.Lock()
+	nc := len(s.mu.cons)
+	s.mu.Unlock()
 	si := &api.StreamInfo{
 		Config:    *cfg.WithServerMetadata(s.e.opts.ServerVersion, apiLevel),
 		Created:   s.created.UTC(),
@@ -131,6 +160,7 @@ func (s *stream) info(req *api.StreamInfoRequest) (*api.StreamInfo, *api.Error) 
 		Domain:    s.e.opts.Domain,
 		TimeStamp: s.e.opts.Now().UTC(),
 	}
+	si.State.Consumers = nc
 	if req != nil && req.DeletedDetails && si.State.NumDeleted > 0 {
 		si.State.Deleted = s.deletedSeqs(st)
 	}
@@ -200,3 +230,58 @@ const apiLevel = 1
 var errStreamGone = api.NewStreamNotFoundError()
 
 func (s *stream) String() string { return fmt.Sprintf("stream %d", s.id) }
+
+// snapshotState returns the stream's state summary.
+func (s *stream) snapshotState() store.StreamState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.state
+}
+
+// firstAtOrAfter finds the first committed message stored at or after t
+// (unix nanos), or the next sequence to be assigned if there is none.
+func (s *stream) firstAtOrAfter(t int64) (uint64, error) {
+	st := s.snapshotState()
+	found := st.LastSeq + 1
+	stop := errors.New("stop")
+	err := s.ap.st.ScanMsgs(s.id, st.FirstSeq, st.LastSeq+1, func(m *store.Message) error {
+		if m.Time >= t {
+			found = m.Seq
+			return stop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, stop) {
+		return 0, err
+	}
+	return found, nil
+}
+
+// consumersLocked lists the stream's consumers.
+func (s *stream) consumersLocked() []*consumer {
+	out := make([]*consumer, 0, len(s.mu.cons))
+	for _, c := range s.mu.cons {
+		out = append(out, c)
+	}
+	return out
+}
+
+// wakeConsumers tells every consumer new messages are committed.
+func (s *stream) wakeConsumers() {
+	s.mu.Lock()
+	list := s.consumersLocked()
+	s.mu.Unlock()
+	for _, c := range list {
+		c.wake()
+	}
+}
+
+// acked hands sequences a consumer acknowledged to the apply path, which
+// removes them if the stream's retention says they are done.
+func (s *stream) acked(a *jsAccount, seqs []uint64) {
+	cfg := s.config()
+	if cfg.Retention == api.LimitsPolicy {
+		return
+	}
+	s.ap.submit(&proposal{s: s, acct: a, kind: propAcked, seqs: seqs, done: func(*proposal, result) {}})
+}

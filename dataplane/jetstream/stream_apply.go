@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -47,6 +48,18 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		r = s.purgeLocked(p.purge, 0, ap)
 	case propExpire:
 		r.err = s.expireLocked(ap)
+	case propAcked:
+		r.err = s.removeAckedLocked(p.seqs, ap)
+	case propConsumerCreate:
+		rec, _ := json.Marshal(consumerRecord{Config: p.cons.config(), Created: p.cons.created})
+		ap.batch.PutConsumer(s.id, p.cons.name, rec)
+		ap.batch.PutConsumerState(s.id, p.cons.name, p.cons.encodeState())
+	case propConsumerState:
+		if !p.cons.isDeleted() {
+			ap.batch.PutConsumerState(s.id, p.cons.name, p.cons.encodeState())
+		}
+	case propConsumerDelete:
+		ap.batch.DeleteConsumer(s.id, p.cons.name)
 	}
 	if s.mu.dirty {
 		ap.markDirty(s)
@@ -182,7 +195,14 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 	if err := s.enforceLimitsLocked(ap); err != nil {
 		return result{err: err}
 	}
-	if cfg.Retention == api.InterestPolicy && s.mu.consumers == 0 {
+	interested := false
+	for _, c := range s.mu.cons {
+		if c.matches(p.subject) {
+			c.npend.Add(1)
+			interested = true
+		}
+	}
+	if cfg.Retention == api.InterestPolicy && !interested {
 		// Nobody is interested: the message is acknowledged (it has a
 		// sequence) but not kept.
 		if err := s.removeLocked(seq, p.subject, size, ap); err != nil {
@@ -310,6 +330,11 @@ func (s *stream) removeMsgLocked(m *store.Message, ap *applier) error {
 func (s *stream) removeLocked(seq uint64, subj string, size uint64, ap *applier) error {
 	m := &store.Message{Seq: seq, Subject: subj}
 	ap.batch.DeleteMsg(s.id, m.Seq, m.Subject)
+	for _, c := range s.mu.cons {
+		if seq >= c.sseqA.Load() && c.matches(subj) {
+			c.npend.Add(-1)
+		}
+	}
 	st := &s.mu.state
 	size = min(st.Bytes, size)
 	st.Msgs--
@@ -436,6 +461,28 @@ func (s *stream) deleteMsgLocked(seq uint64, ap *applier) result {
 // (newest matches to leave) it removes what they select.
 func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) result {
 	st := &s.mu.state
+	all := req.Subject == "" || req.Subject == ">"
+	if all && req.Keep == 0 && req.Sequence > st.LastSeq+1 {
+		// Purging up to a sequence past the end empties the stream and
+		// moves it there: the next message gets that sequence, as on
+		// nats-server (whose stores compact to it).
+		n := st.Msgs
+		if n > 0 {
+			ap.batch.PurgeAll(s.id)
+			ap.used.Add(-int64(st.Bytes))
+		}
+		st.Msgs, st.Bytes = 0, 0
+		st.LastSeq = req.Sequence - 1
+		st.FirstSeq, st.FirstTime = req.Sequence, 0
+		if s.mu.subjects != nil {
+			s.mu.subjects = map[string]*subjectState{}
+		}
+		for _, c := range s.mu.cons {
+			c.purged(st.LastSeq + 1)
+		}
+		s.mu.dirty = true
+		return result{purged: n}
+	}
 	if st.Msgs == 0 {
 		return result{}
 	}
@@ -447,6 +494,9 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 		st.FirstSeq, st.FirstTime = st.LastSeq+1, 0
 		if s.mu.subjects != nil {
 			s.mu.subjects = map[string]*subjectState{}
+		}
+		for _, c := range s.mu.cons {
+			c.purged(st.LastSeq + 1)
 		}
 		s.mu.dirty = true
 		return result{purged: n}
@@ -497,4 +547,35 @@ func keepNewest(victims []store.Message, keep uint64) []store.Message {
 		return nil
 	}
 	return victims[:uint64(len(victims))-keep]
+}
+
+// removeAckedLocked applies retention to acknowledged messages: a work
+// queue drops a message once acknowledged; an interest stream once every
+// consumer whose filter matches it is done with it.
+func (s *stream) removeAckedLocked(seqs []uint64, ap *applier) error {
+	if err := ap.visible(); err != nil {
+		return err
+	}
+	for _, seq := range seqs {
+		m, err := ap.st.LoadMsg(s.id, seq)
+		if err != nil {
+			continue // already gone
+		}
+		if s.mu.cfg.Retention == api.InterestPolicy {
+			done := true
+			for _, c := range s.mu.cons {
+				if !c.doneWith(seq, m.Subject) {
+					done = false
+					break
+				}
+			}
+			if !done {
+				continue
+			}
+		}
+		if err := s.removeMsgLocked(&m, ap); err != nil {
+			return err
+		}
+	}
+	return nil
 }

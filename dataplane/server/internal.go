@@ -26,9 +26,16 @@ func (a *Account) SubscribeInternal(filter string, h MsgHandler) (unsubscribe fu
 // Publish sends a message from the server itself into the account (API
 // replies, acknowledgements, advisories). hdr may be nil.
 func (a *Account) Publish(subj, reply string, hdr, msg []byte) {
+	a.Deliver(subj, subj, reply, hdr, msg)
+}
+
+// Deliver routes a message by the subject to while presenting it with
+// subject subj: JetStream hands a stored message to a consumer's inbox or
+// deliver subject, and the client sees the subject it was published on.
+func (a *Account) Deliver(to, subj, reply string, hdr, msg []byte) {
 	s := senderPool.Get().(*sender)
 	s.srv = a.srv
-	r := a.subs.MatchOnce([]byte(subj))
+	r := a.subs.MatchOnce([]byte(to))
 	if !r.Empty() {
 		hdrLen, body := -1, msg
 		if hdr != nil {
@@ -45,4 +52,10 @@ func (a *Account) Publish(subj, reply string, hdr, msg []byte) {
 	}
 	s.srv = nil
 	senderPool.Put(s)
+}
+
+// HasInterest reports whether anyone in the account subscribes to subj:
+// push consumers deliver only while their deliver subject has interest.
+func (a *Account) HasInterest(subj string) bool {
+	return !a.subs.MatchOnce([]byte(subj)).Empty()
 }

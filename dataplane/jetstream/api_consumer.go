@@ -1,0 +1,382 @@
+package jetstream
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+)
+
+// consumerRoutes extend apiRoutes with the consumer API.
+func init() {
+	apiRoutes["CONSUMER.CREATE"] = (*jsAccount).consumerCreate
+	apiRoutes["CONSUMER.DURABLE.CREATE"] = (*jsAccount).consumerDurableCreate
+	apiRoutes["CONSUMER.INFO"] = (*jsAccount).consumerInfo
+	apiRoutes["CONSUMER.DELETE"] = (*jsAccount).consumerDelete
+	apiRoutes["CONSUMER.NAMES"] = (*jsAccount).consumerNames
+	apiRoutes["CONSUMER.LIST"] = (*jsAccount).consumerList
+	apiRoutes["CONSUMER.MSG.NEXT"] = (*jsAccount).consumerNext
+	apiRoutes["CONSUMER.PAUSE"] = (*jsAccount).consumerPause
+	apiRoutes["CONSUMER.LEADER.STEPDOWN"] = (*jsAccount).consumerStepdown
+}
+
+// randomName is an ephemeral consumer's name: 8 random base-62 characters.
+func randomName() string {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	var b [8]byte
+	rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b[:])
+}
+
+func consumerErr(typ string, err *api.Error) *api.ConsumerInfoResponse {
+	return &api.ConsumerInfoResponse{Response: api.Response{Type: typ, Error: err}}
+}
+
+// consumerCreate serves CONSUMER.CREATE.<stream>[.<name>[.<filter>]].
+func (a *jsAccount) consumerCreate(req apiRequest, rest string) any {
+	streamName, tail, _ := strings.Cut(rest, ".")
+	name, filter, _ := strings.Cut(tail, ".")
+	return a.createConsumer(req, streamName, name, filter, false)
+}
+
+// consumerDurableCreate serves the legacy CONSUMER.DURABLE.CREATE.<stream>.<durable>.
+func (a *jsAccount) consumerDurableCreate(req apiRequest, rest string) any {
+	streamName, name, _ := strings.Cut(rest, ".")
+	return a.createConsumer(req, streamName, name, "", true)
+}
+
+func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter string, legacyDurable bool) any {
+	const typ = api.TypeConsumerCreateResponse
+	var creq api.ConsumerCreateRequest
+	if err := api.DecodeRequest(req.body, &creq); err != nil {
+		return consumerErr(typ, api.NewInvalidJSONError(err))
+	}
+	if creq.Stream != streamName {
+		return consumerErr(typ, api.NewStreamNameMismatchError())
+	}
+	cfg := &creq.Config
+	switch {
+	case legacyDurable:
+		if cfg.Durable == "" {
+			cfg.Durable = name
+		}
+		if cfg.Durable != name {
+			return consumerErr(typ, api.NewConsumerDurableNameNotMatchSubjectError())
+		}
+	case name != "":
+		if cfg.Name == "" && cfg.Durable == "" {
+			cfg.Name = name
+		}
+		if (cfg.Name != "" && cfg.Name != name) || (cfg.Durable != "" && cfg.Durable != name) {
+			return consumerErr(typ, api.NewConsumerCreateDurableAndNameMismatchError())
+		}
+		if filter != "" && cfg.FilterSubject != filter && !(cfg.FilterSubject == "" && len(cfg.FilterSubjects) == 1 && cfg.FilterSubjects[0] == filter) {
+			return consumerErr(typ, api.NewConsumerCreateFilterSubjectMismatchError())
+		}
+	case cfg.Durable != "":
+		return consumerErr(typ, api.NewConsumerEphemeralWithDurableNameError())
+	}
+	if cfg.Name == "" {
+		cfg.Name = cfg.Durable
+	}
+	if cfg.PauseUntil != nil && cfg.PauseUntil.IsZero() {
+		cfg.PauseUntil = nil
+	}
+	s := a.lookup(streamName)
+	if s == nil {
+		return consumerErr(typ, api.NewStreamNotFoundError())
+	}
+	scfg := s.config()
+	norm, aerr := cfg.Normalize(api.ConsumerEnv{Stream: scfg, Pedantic: creq.Pedantic})
+	if aerr != nil {
+		return consumerErr(typ, aerr)
+	}
+	if norm.Replicas > 1 {
+		return consumerErr(typ, api.NewConsumerReplicasExceedsStreamError())
+	}
+	if norm.Name == "" {
+		norm.Name = randomName()
+	}
+	norm.StampRequiredLevel()
+
+	a.create.Lock()
+	defer a.create.Unlock()
+	s.mu.Lock()
+	existing := s.mu.cons[norm.Name]
+	var others []*api.ConsumerConfig
+	for n, c := range s.mu.cons {
+		if n != norm.Name {
+			others = append(others, c.config())
+		}
+	}
+	s.mu.Unlock()
+	var existingCfg *api.ConsumerConfig
+	if existing != nil {
+		existingCfg = existing.config()
+	}
+	if err := creq.Action.Check(existingCfg, norm); err != nil {
+		return consumerErr(typ, err)
+	}
+	if existing != nil {
+		bound := norm.DeliverSubject != "" && a.acc.HasInterest(existingCfg.DeliverSubject)
+		if err := api.CheckConsumerUpdate(existingCfg, norm, bound); err != nil {
+			return consumerErr(typ, err)
+		}
+		existing.update(norm)
+		if norm.IsDurable() {
+			s.ap.apply(&proposal{s: s, acct: a, kind: propConsumerCreate, cons: existing})
+		}
+		return &api.ConsumerInfoResponse{Response: api.Response{Type: typ}, ConsumerInfo: existing.info()}
+	}
+	if scfg.MaxConsumers > 0 && len(others) >= scfg.MaxConsumers {
+		return consumerErr(typ, api.NewMaxConsumersReachedError())
+	}
+	if err := api.CheckWorkQueue(scfg, norm, others); err != nil {
+		return consumerErr(typ, err)
+	}
+	c := newConsumer(s, a, norm.Name, norm, a.e.opts.Now().UTC())
+	var startSeq uint64
+	if norm.DeliverPolicy == api.DeliverByStartTime && norm.OptStartTime != nil {
+		seq, err := s.firstAtOrAfter(norm.OptStartTime.UnixNano())
+		if err != nil {
+			return consumerErr(typ, api.NewConsumerCreateError(err))
+		}
+		startSeq = seq
+	}
+	if err := c.position(s.snapshotState(), startSeq); err != nil {
+		return consumerErr(typ, api.NewConsumerCreateError(err))
+	}
+	if norm.IsDurable() {
+		if r := s.ap.apply(&proposal{s: s, acct: a, kind: propConsumerCreate, cons: c}); r.err != nil {
+			return consumerErr(typ, api.Prefer(r.err, api.NewConsumerCreateError(r.err)))
+		}
+	}
+	if err := a.startConsumer(c); err != nil {
+		return consumerErr(typ, api.NewConsumerCreateError(err))
+	}
+	return &api.ConsumerInfoResponse{Response: api.Response{Type: typ}, ConsumerInfo: c.info()}
+}
+
+// update applies an accepted config change.
+func (c *consumer) update(cfg *api.ConsumerConfig) {
+	c.mu.Lock()
+	c.mu.cfg = cfg
+	c.mu.filters = cfg.Filters()
+	f := c.mu.filters
+	c.filt.Store(&f)
+	c.mu.dirty = true
+	c.mu.Unlock()
+	c.wake()
+}
+
+// startConsumer registers c with its stream, subscribes its ack and flow
+// control subjects and starts its delivery loop.
+func (a *jsAccount) startConsumer(c *consumer) error {
+	for _, sub := range []struct {
+		filter string
+		h      func(subject, reply, hdr, msg []byte)
+	}{{c.ackPrefix + ">", c.onAck}, {c.fcPrefix + "*", c.onFlowControl}} {
+		unsub, err := a.acc.SubscribeInternal(sub.filter, sub.h)
+		if err != nil {
+			c.stopSubs()
+			return err
+		}
+		c.unsubs = append(c.unsubs, unsub)
+	}
+	c.s.mu.Lock()
+	c.s.mu.cons[c.name] = c
+	c.s.mu.Unlock()
+	go c.run()
+	c.wake()
+	return nil
+}
+
+func (c *consumer) stopSubs() {
+	for _, u := range c.unsubs {
+		u()
+	}
+	c.unsubs = nil
+}
+
+// deleteConsumer removes c: waiting pulls hear 409 Consumer Deleted, the
+// loop stops, and a durable's records go through the apply path.
+func (a *jsAccount) deleteConsumer(c *consumer, reason string) bool {
+	c.mu.Lock()
+	if c.mu.deleted {
+		c.mu.Unlock()
+		return false
+	}
+	c.mu.deleted = true
+	waiting := c.mu.waiting
+	c.mu.waiting = nil
+	durable := c.mu.cfg.IsDurable()
+	c.mu.Unlock()
+	c.stopSubs()
+	select {
+	case <-c.quit:
+	default:
+		close(c.quit)
+	}
+	for _, r := range waiting {
+		a.acc.Publish(r.reply, "", hdrConsumerDeleted, nil)
+	}
+	s := c.s
+	s.mu.Lock()
+	if s.mu.cons[c.name] == c {
+		delete(s.mu.cons, c.name)
+	}
+	s.mu.Unlock()
+	if durable {
+		s.ap.submit(&proposal{s: s, acct: a, kind: propConsumerDelete, cons: c, done: func(*proposal, result) {}})
+	}
+	a.e.log.Debug("consumer deleted", "stream", c.stream, "consumer", c.name, "reason", reason)
+	return true
+}
+
+// advise publishes a JetStream advisory into the account.
+func (a *jsAccount) advise(subject string, v any) {
+	b, err := json.Marshal(v)
+	if err == nil {
+		a.acc.Publish(subject, "", nil, b)
+	}
+}
+
+// consumerFor resolves "<stream>.<consumer>" from an API subject.
+func (a *jsAccount) consumerFor(rest string) (*consumer, *api.Error) {
+	streamName, name, _ := strings.Cut(rest, ".")
+	s := a.lookup(streamName)
+	if s == nil {
+		return nil, api.NewStreamNotFoundError()
+	}
+	s.mu.Lock()
+	c := s.mu.cons[name]
+	s.mu.Unlock()
+	if c == nil {
+		return nil, api.NewConsumerNotFoundError()
+	}
+	return c, nil
+}
+
+func (a *jsAccount) consumerInfo(_ apiRequest, rest string) any {
+	const typ = api.TypeConsumerInfoResponse
+	c, err := a.consumerFor(rest)
+	if err != nil {
+		return consumerErr(typ, err)
+	}
+	return &api.ConsumerInfoResponse{Response: api.Response{Type: typ}, ConsumerInfo: c.info()}
+}
+
+func (a *jsAccount) consumerDelete(_ apiRequest, rest string) any {
+	const typ = api.TypeConsumerDeleteResponse
+	c, err := a.consumerFor(rest)
+	if err != nil {
+		return &api.SuccessResponse{Response: api.Response{Type: typ, Error: err}}
+	}
+	a.deleteConsumer(c, "api")
+	return &api.SuccessResponse{Response: api.Response{Type: typ}, Success: true}
+}
+
+// sortedConsumers lists a stream's consumers by name.
+func (s *stream) sortedConsumers() []*consumer {
+	s.mu.Lock()
+	list := s.consumersLocked()
+	s.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
+	return list
+}
+
+func (a *jsAccount) consumerNames(req apiRequest, streamName string) any {
+	const typ = api.TypeConsumerNamesResponse
+	var preq api.ConsumersRequest
+	if err := decode(req.body, &preq); err != nil {
+		return &api.ConsumerNamesResponse{Response: api.Response{Type: typ, Error: err}}
+	}
+	s := a.lookup(streamName)
+	if s == nil {
+		return &api.ConsumerNamesResponse{Response: api.Response{Type: typ, Error: api.NewStreamNotFoundError()}}
+	}
+	all := s.sortedConsumers()
+	names := []string{}
+	for _, c := range page(all, preq.Offset, namesPage) {
+		names = append(names, c.name)
+	}
+	return &api.ConsumerNamesResponse{Response: api.Response{Type: typ},
+		Paged: api.Paged{Total: len(all), Offset: preq.Offset, Limit: namesPage}, Consumers: names}
+}
+
+func (a *jsAccount) consumerList(req apiRequest, streamName string) any {
+	const typ = api.TypeConsumerListResponse
+	var preq api.ConsumersRequest
+	if err := decode(req.body, &preq); err != nil {
+		return &api.ConsumerListResponse{Response: api.Response{Type: typ, Error: err}}
+	}
+	s := a.lookup(streamName)
+	if s == nil {
+		return &api.ConsumerListResponse{Response: api.Response{Type: typ, Error: api.NewStreamNotFoundError()}}
+	}
+	all := s.sortedConsumers()
+	infos := []*api.ConsumerInfo{}
+	for _, c := range page(all, preq.Offset, listPage) {
+		infos = append(infos, c.info())
+	}
+	return &api.ConsumerListResponse{Response: api.Response{Type: typ},
+		Paged: api.Paged{Total: len(all), Offset: preq.Offset, Limit: listPage}, Consumers: infos}
+}
+
+// consumerNext queues a pull request; replies come from the delivery loop.
+func (a *jsAccount) consumerNext(req apiRequest, rest string) any {
+	if req.reply == "" {
+		return nil
+	}
+	c, err := a.consumerFor(rest)
+	if err != nil {
+		// Pull requests hear status messages, not JSON.
+		a.acc.Publish(req.reply, "", []byte("NATS/1.0 404 No Messages\r\n\r\n"), nil)
+		return nil
+	}
+	c.pull(req.reply, req.body)
+	return nil
+}
+
+func (a *jsAccount) consumerPause(req apiRequest, rest string) any {
+	const typ = api.TypeConsumerPauseResponse
+	var preq api.ConsumerPauseRequest
+	if err := decode(req.body, &preq); err != nil {
+		return &api.ConsumerPauseResponse{Response: api.Response{Type: typ, Error: err}}
+	}
+	c, err := a.consumerFor(rest)
+	if err != nil {
+		return &api.ConsumerPauseResponse{Response: api.Response{Type: typ, Error: err}}
+	}
+	cfg := c.config().Clone()
+	now := time.Now()
+	if preq.PauseUntil.After(now) {
+		t := preq.PauseUntil.UTC()
+		cfg.PauseUntil = &t
+	} else {
+		cfg.PauseUntil = nil
+	}
+	c.update(cfg)
+	if cfg.IsDurable() {
+		c.s.ap.apply(&proposal{s: c.s, acct: a, kind: propConsumerCreate, cons: c})
+	}
+	resp := &api.ConsumerPauseResponse{Response: api.Response{Type: typ}}
+	if cfg.PauseUntil != nil {
+		resp.Paused, resp.PauseUntil, resp.PauseRemaining = true, *cfg.PauseUntil, cfg.PauseUntil.Sub(now)
+	}
+	return resp
+}
+
+func (a *jsAccount) consumerStepdown(_ apiRequest, rest string) any {
+	const typ = api.TypeConsumerLeaderStepdownResponse
+	if _, err := a.consumerFor(rest); err != nil {
+		return &api.Response{Type: typ, Error: err}
+	}
+	return &api.Response{Type: typ, Error: api.NewClusterRequiredError()}
+}

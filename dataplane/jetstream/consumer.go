@@ -1,0 +1,397 @@
+package jetstream
+
+import (
+	"encoding/json"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
+	"github.com/contrail/contrail/dataplane/subject"
+)
+
+// consumer is a view over a stream that delivers its messages (pull or
+// push), tracks acknowledgements and redelivers what is not acknowledged.
+//
+// Threading: the consumer's own goroutine (run) delivers; ack handlers and
+// API handlers change state under mu and kick it. Store reads see only
+// committed messages, and the stream kicks its consumers after each commit.
+type consumer struct {
+	s         *stream
+	a         *jsAccount
+	name      string
+	stream    string // the stream's name, kept here so no path takes s.mu under c.mu
+	created   time.Time
+	ackPrefix string // "$JS.ACK.<stream>.<consumer>."
+	fcPrefix  string // "$JS.FC.<stream>.<consumer>."
+	kick      chan struct{}
+	quit      chan struct{}
+	unsubs    []func()
+	stopped   chan struct{}
+
+	// Read by the stream's apply path without c.mu (lock order is s.mu
+	// then c.mu, never the reverse): the filters, the next stream
+	// sequence to deliver, and num_pending.
+	filt  atomic.Pointer[[]string]
+	sseqA atomic.Uint64
+	npend atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		cfg     *api.ConsumerConfig
+		filters []string // nil: every subject
+		// dseq is the last consumer sequence handed out; sseq the next
+		// stream sequence to look at for new messages; delivered the
+		// stream sequence of the newest message delivered.
+		dseq, sseq, delivered uint64
+		// Invariant: ackS <= delivered; every pending seq is > ackS.
+		ackC, ackS uint64
+		pending    map[uint64]*pendingMsg // stream seq → outstanding delivery
+		rdq        []uint64               // stream seqs to deliver again, oldest first
+		lps        []uint64               // last-per-subject seqs still to deliver first
+		redeliver  int                    // messages delivered more than once (num_redelivered)
+		waiting    []*pullRequest
+		lastDel    time.Time // last delivery (for delivered.last_active)
+		lastAck    time.Time
+		active     time.Time // last sign of a client: a pull, an ack, interest
+		lastHB     time.Time
+		fcPending  string // flow control reply we wait for, push only
+		fcBytes    int    // bytes pushed since the last flow control request
+		dirty      bool   // state changed since last persisted
+		persisting bool   // a state write is queued
+		deleted    bool
+	}
+}
+
+// pendingMsg is one delivered, not yet acknowledged message.
+type pendingMsg struct {
+	cseq uint64
+	ts   int64  // delivery time, unix nanos
+	dc   uint64 // deliveries so far
+	due  int64  // when to redeliver, unix nanos
+}
+
+// pullRequest is one waiting CONSUMER.MSG.NEXT request.
+type pullRequest struct {
+	reply     string
+	batch     int
+	maxBytes  int
+	expires   time.Time // zero: no expiry
+	noWait    bool
+	heartbeat time.Duration
+	lastHB    time.Time
+	n, b      int // delivered so far: messages, bytes
+}
+
+// consumerRecord is what the store keeps of a consumer's config.
+type consumerRecord struct {
+	Config  *api.ConsumerConfig `json:"config"`
+	Created time.Time           `json:"created"`
+}
+
+// consumerState is the persisted delivery/ack state.
+type consumerState struct {
+	DSeq      uint64      `json:"dseq"`
+	SSeq      uint64      `json:"sseq"`
+	Delivered uint64      `json:"delivered"`
+	AckC      uint64      `json:"ack_c"`
+	AckS      uint64      `json:"ack_s"`
+	Pending   [][4]uint64 `json:"pending,omitempty"` // sseq, cseq, ts, dc
+	Redeliver int         `json:"redelivered,omitempty"`
+	LPS       []uint64    `json:"lps,omitempty"`
+}
+
+func newConsumer(s *stream, a *jsAccount, name string, cfg *api.ConsumerConfig, created time.Time) *consumer {
+	sname := s.name()
+	c := &consumer{
+		s: s, a: a, name: name, stream: sname, created: created,
+		ackPrefix: "$JS.ACK." + sname + "." + name + ".",
+		fcPrefix:  "$JS.FC." + sname + "." + name + ".",
+		kick:      make(chan struct{}, 1),
+		quit:      make(chan struct{}),
+		stopped:   make(chan struct{}),
+	}
+	c.mu.cfg = cfg
+	c.mu.filters = cfg.Filters()
+	f := c.mu.filters
+	c.filt.Store(&f)
+	c.mu.pending = map[uint64]*pendingMsg{}
+	c.mu.active = time.Now()
+	return c
+}
+
+// wake makes the delivery loop look for work; it never blocks.
+func (c *consumer) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// matches reports whether subj passes the consumer's filters; safe
+// without c.mu.
+func (c *consumer) matches(subj string) bool {
+	filters := *c.filt.Load()
+	if len(filters) == 0 {
+		return true
+	}
+	for _, f := range filters {
+		if subject.Matches(f, subj) {
+			return true
+		}
+	}
+	return false
+}
+
+// setSSeqLocked moves the new-message cursor.
+func (c *consumer) setSSeqLocked(seq uint64) {
+	c.mu.sseq = seq
+	c.sseqA.Store(seq)
+}
+
+// position sets where delivery starts, from the deliver policy and the
+// stream state st (read before taking c.mu).
+func (c *consumer) position(st store.StreamState, startTimeSeq uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cfg := c.mu.cfg
+	first := max(st.FirstSeq, 1)
+	switch cfg.DeliverPolicy {
+	case api.DeliverAll:
+		c.mu.sseq = first
+	case api.DeliverNew:
+		c.mu.sseq = st.LastSeq + 1
+	case api.DeliverByStartSequence:
+		c.mu.sseq = max(cfg.OptStartSeq, first)
+	case api.DeliverByStartTime:
+		c.mu.sseq = startTimeSeq
+	case api.DeliverLast:
+		c.mu.sseq = st.LastSeq + 1
+		if last := c.lastMatching(); last > 0 {
+			c.mu.sseq = last
+		}
+	case api.DeliverLastPerSubject:
+		lps, err := c.lastPerSubject()
+		if err != nil {
+			return err
+		}
+		c.mu.lps = lps
+		c.mu.sseq = st.LastSeq + 1
+	}
+	if c.mu.sseq > 0 {
+		c.mu.delivered = c.mu.sseq - 1
+		c.mu.ackS = c.mu.sseq - 1
+	}
+	c.setSSeqLocked(c.mu.sseq)
+	return c.countPendingLocked()
+}
+
+// lastMatching is the newest committed message passing the filters.
+func (c *consumer) lastMatching() uint64 {
+	filters := c.mu.filters
+	if len(filters) == 0 {
+		filters = []string{">"}
+	}
+	var last uint64
+	for _, f := range filters {
+		if m, err := c.s.ap.st.LastMsg(c.s.id, f); err == nil && m.Seq > last {
+			last = m.Seq
+		}
+	}
+	return last
+}
+
+// lastPerSubject lists the newest message of every matching subject.
+func (c *consumer) lastPerSubject() ([]uint64, error) {
+	filters := c.mu.filters
+	if len(filters) == 0 {
+		filters = []string{">"}
+	}
+	seen := map[uint64]bool{}
+	var out []uint64
+	for _, f := range filters {
+		err := c.s.ap.st.SubjectStates(c.s.id, f, func(ss store.SubjectState) error {
+			if !seen[ss.Last] {
+				seen[ss.Last] = true
+				out = append(out, ss.Last)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+// countPendingLocked computes num_pending from the store: matching
+// messages at or after sseq, plus last-per-subject ones still owed.
+func (c *consumer) countPendingLocked() error {
+	n := uint64(len(c.mu.lps))
+	filters := c.mu.filters
+	if len(filters) == 0 {
+		filters = []string{">"}
+	}
+	from := c.mu.sseq
+	for _, f := range filters {
+		err := c.s.ap.st.SubjectStates(c.s.id, f, func(ss store.SubjectState) error {
+			switch {
+			case ss.Last < from:
+			case ss.First >= from:
+				n += ss.Msgs
+			default:
+				return c.s.ap.st.SubjectSeqs(c.s.id, ss.Subject, from, func(uint64) error { n++; return nil })
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	c.npend.Store(int64(n))
+	return nil
+}
+
+// numPending is num_pending, never negative.
+func (c *consumer) numPending() uint64 { return uint64(max(c.npend.Load(), 0)) }
+
+// info snapshots the consumer for API replies.
+func (c *consumer) info() *api.ConsumerInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	ci := &api.ConsumerInfo{
+		Stream:         c.stream,
+		Name:           c.name,
+		Created:        c.created.UTC(),
+		Config:         c.mu.cfg.WithServerMetadata(c.s.e.opts.ServerVersion, apiLevel),
+		Delivered:      api.SequenceInfo{Consumer: c.mu.dseq, Stream: c.mu.delivered},
+		AckFloor:       api.SequenceInfo{Consumer: c.mu.ackC, Stream: c.mu.ackS},
+		NumAckPending:  len(c.mu.pending),
+		NumRedelivered: c.mu.redeliver,
+		NumWaiting:     len(c.mu.waiting),
+		NumPending:     c.numPending(),
+		TimeStamp:      now.UTC(),
+	}
+	if !c.mu.lastDel.IsZero() {
+		t := c.mu.lastDel.UTC()
+		ci.Delivered.Last = &t
+	}
+	if !c.mu.lastAck.IsZero() {
+		t := c.mu.lastAck.UTC()
+		ci.AckFloor.Last = &t
+	}
+	if cfg := c.mu.cfg; cfg.DeliverSubject != "" {
+		ci.PushBound = c.a.acc.HasInterest(cfg.DeliverSubject)
+	}
+	if p := c.mu.cfg.PauseUntil; p != nil && p.After(now) {
+		ci.Paused, ci.PauseRemaining = true, p.Sub(now)
+	}
+	return ci
+}
+
+// encodeStateLocked renders the state for the store.
+func (c *consumer) encodeStateLocked() []byte {
+	st := consumerState{DSeq: c.mu.dseq, SSeq: c.mu.sseq, Delivered: c.mu.delivered,
+		AckC: c.mu.ackC, AckS: c.mu.ackS, Redeliver: c.mu.redeliver, LPS: c.mu.lps}
+	for seq, p := range c.mu.pending {
+		st.Pending = append(st.Pending, [4]uint64{seq, p.cseq, uint64(p.ts), p.dc})
+	}
+	sort.Slice(st.Pending, func(i, j int) bool { return st.Pending[i][0] < st.Pending[j][0] })
+	b, _ := json.Marshal(&st)
+	return b
+}
+
+// restoreState applies a persisted state at start-up; everything pending
+// becomes due for redelivery after its ack wait.
+func (c *consumer) restoreState(b []byte) error {
+	var st consumerState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.dseq, c.mu.delivered = st.DSeq, st.Delivered
+	c.setSSeqLocked(st.SSeq)
+	c.mu.ackC, c.mu.ackS, c.mu.redeliver, c.mu.lps = st.AckC, st.AckS, st.Redeliver, st.LPS
+	for _, p := range st.Pending {
+		pm := &pendingMsg{cseq: p[1], ts: int64(p[2]), dc: p[3]}
+		pm.due = pm.ts + int64(c.ackWaitLocked(pm.dc))
+		c.mu.pending[p[0]] = pm
+	}
+	return c.countPendingLocked()
+}
+
+// ackWaitLocked is how long a delivery may stay unacknowledged: the
+// backoff step for its delivery count, else ack_wait.
+func (c *consumer) ackWaitLocked(dc uint64) time.Duration {
+	cfg := c.mu.cfg
+	if n := len(cfg.BackOff); n > 0 {
+		i := int(dc) - 1
+		if i < 0 {
+			i = 0
+		}
+		return cfg.BackOff[min(i, n-1)]
+	}
+	if cfg.AckWait > 0 {
+		return cfg.AckWait
+	}
+	return 30 * time.Second
+}
+
+// ackSubject is the reply subject a delivery carries (v1 form).
+func (c *consumer) ackSubject(dc, sseq, cseq uint64, ts int64, pending uint64) string {
+	b := make([]byte, 0, len(c.ackPrefix)+64)
+	b = append(b, c.ackPrefix...)
+	b = strconv.AppendUint(b, dc, 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, sseq, 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, cseq, 10)
+	b = append(b, '.')
+	b = strconv.AppendInt(b, ts, 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, pending, 10)
+	return string(b)
+}
+
+// encodeState snapshots the state for the store and clears dirty.
+func (c *consumer) encodeState() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.dirty, c.mu.persisting = false, false
+	return c.encodeStateLocked()
+}
+
+func (c *consumer) isDeleted() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.deleted
+}
+
+// purged moves the consumer past a purge that emptied the stream.
+func (c *consumer) purged(next uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.lps = nil
+	if c.mu.sseq < next {
+		c.setSSeqLocked(next)
+	}
+	c.npend.Store(0)
+	c.mu.dirty = true
+}
+
+// stop ends the delivery loop without removing the consumer (shutdown).
+func (c *consumer) stop() {
+	c.stopSubs()
+	select {
+	case <-c.quit:
+	default:
+		close(c.quit)
+	}
+	<-c.stopped
+}

@@ -1,0 +1,277 @@
+package jetstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+)
+
+func sortSeqs(s []uint64) { slices.Sort(s) }
+
+// onAck handles a reply on one of the consumer's ack subjects:
+// $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>.
+func (c *consumer) onAck(subj, reply, _, msg []byte) {
+	rest, ok := strings.CutPrefix(string(subj), c.ackPrefix)
+	if !ok {
+		return
+	}
+	toks := strings.Split(rest, ".")
+	if len(toks) != 5 {
+		return
+	}
+	sseq, err := strconv.ParseUint(toks[1], 10, 64)
+	if err != nil {
+		return
+	}
+	body := bytes.TrimSpace(msg)
+	verb, arg, _ := bytes.Cut(body, []byte(" "))
+	var removable []uint64
+	switch string(verb) {
+	case "", "+ACK":
+		removable = c.ack(sseq)
+	case "-NAK":
+		c.nak(sseq, arg)
+	case "+WPI":
+		c.progress(sseq)
+	case "+TERM":
+		c.term(sseq)
+	case "+NXT":
+		removable = c.ack(sseq)
+		if len(reply) > 0 {
+			c.pull(string(reply), arg)
+			reply = nil
+		}
+	default:
+		return
+	}
+	if len(removable) > 0 {
+		c.s.acked(c.a, removable)
+	}
+	if len(reply) > 0 {
+		// Double ack: the client waits to hear the ack was processed.
+		c.a.acc.Publish(string(reply), "", nil, nil)
+	}
+	c.wake()
+}
+
+// ack acknowledges sseq (and, for ack_policy all, everything before it);
+// it returns the sequences acknowledged, for retention.
+func (c *consumer) ack(sseq uint64) []uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var done []uint64
+	switch c.mu.cfg.AckPolicy {
+	case api.AckNone:
+		return nil
+	case api.AckAll:
+		for seq := range c.mu.pending {
+			if seq <= sseq {
+				delete(c.mu.pending, seq)
+				done = append(done, seq)
+			}
+		}
+	default:
+		if _, ok := c.mu.pending[sseq]; ok {
+			delete(c.mu.pending, sseq)
+			done = append(done, sseq)
+		}
+	}
+	if len(done) == 0 {
+		return nil
+	}
+	c.dropFromRdqLocked(done)
+	c.mu.lastAck = time.Now()
+	c.mu.active = c.mu.lastAck
+	c.mu.dirty = true
+	c.advanceAckFloorLocked()
+	return done
+}
+
+func (c *consumer) dropFromRdqLocked(seqs []uint64) {
+	if len(c.mu.rdq) == 0 {
+		return
+	}
+	gone := map[uint64]bool{}
+	for _, s := range seqs {
+		gone[s] = true
+	}
+	c.mu.rdq = slices.DeleteFunc(c.mu.rdq, func(s uint64) bool { return gone[s] })
+}
+
+// advanceAckFloorLocked recomputes the ack floor: everything below the
+// oldest pending delivery is acknowledged.
+func (c *consumer) advanceAckFloorLocked() {
+	if len(c.mu.pending) == 0 {
+		c.mu.ackS, c.mu.ackC = c.mu.delivered, c.mu.dseq
+		return
+	}
+	var minSeq uint64
+	var minP *pendingMsg
+	for seq, p := range c.mu.pending {
+		if minP == nil || seq < minSeq {
+			minSeq, minP = seq, p
+		}
+	}
+	if minSeq > 0 && minSeq-1 > c.mu.ackS {
+		c.mu.ackS = minSeq - 1
+	}
+	if minP.cseq > 0 && minP.cseq-1 > c.mu.ackC {
+		c.mu.ackC = minP.cseq - 1
+	}
+}
+
+// nak asks for redelivery, now or after the delay in the body
+// ({"delay": nanoseconds} or a duration string).
+func (c *consumer) nak(sseq uint64, arg []byte) {
+	var delay time.Duration
+	if len(arg) > 0 {
+		var body struct {
+			Delay json.RawMessage `json:"delay"`
+		}
+		if json.Unmarshal(arg, &body) == nil && len(body.Delay) > 0 {
+			if n, err := strconv.ParseInt(string(body.Delay), 10, 64); err == nil {
+				delay = time.Duration(n)
+			} else if s, err := strconv.Unquote(string(body.Delay)); err == nil {
+				delay, _ = time.ParseDuration(s)
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.mu.pending[sseq]
+	if p == nil {
+		return
+	}
+	p.due = time.Now().Add(delay).UnixNano()
+	c.mu.active = time.Now()
+}
+
+// progress resets the ack wait of an in-progress message (+WPI).
+func (c *consumer) progress(sseq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.mu.pending[sseq]; p != nil {
+		p.due = time.Now().Add(c.ackWaitLocked(p.dc)).UnixNano()
+		c.mu.active = time.Now()
+	}
+}
+
+// term stops redelivery of a message without processing it (+TERM).
+func (c *consumer) term(sseq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.mu.pending[sseq]; ok {
+		delete(c.mu.pending, sseq)
+		c.dropFromRdqLocked([]uint64{sseq})
+		c.mu.dirty = true
+		c.advanceAckFloorLocked()
+	}
+}
+
+// onFlowControl handles a push client's answer to a flow control request.
+func (c *consumer) onFlowControl(subj, _, _, _ []byte) {
+	c.mu.Lock()
+	if string(subj) == c.mu.fcPending {
+		c.mu.fcPending = ""
+	}
+	c.mu.Unlock()
+	c.wake()
+}
+
+// pull queues a pull request (CONSUMER.MSG.NEXT, or +NXT).
+func (c *consumer) pull(reply string, body []byte) {
+	req, err := api.ParsePullRequest(body)
+	if err != nil || req.Batch < 0 || req.Expires < 0 || req.MaxBytes < 0 {
+		c.a.acc.Publish(reply, "", []byte("NATS/1.0 400 Bad Request\r\n\r\n"), nil)
+		return
+	}
+	if req.Batch == 0 {
+		req.Batch = 1
+	}
+	cfg := c.config()
+	if cfg.DeliverSubject != "" {
+		c.a.acc.Publish(reply, "", []byte("NATS/1.0 409 Consumer is push based\r\n\r\n"), nil)
+		return
+	}
+	if reject := pullLimits(cfg, &req); reject != "" {
+		c.a.acc.Publish(reply, "", []byte("NATS/1.0 409 "+reject+"\r\n\r\n"), nil)
+		return
+	}
+	if req.Heartbeat > 0 && req.Expires > 0 && req.Heartbeat > req.Expires/2 {
+		c.a.acc.Publish(reply, "", []byte("NATS/1.0 400 Bad Request - heartbeat value too large\r\n\r\n"), nil)
+		return
+	}
+	now := time.Now()
+	r := &pullRequest{reply: reply, batch: req.Batch, maxBytes: req.MaxBytes, noWait: req.NoWait,
+		heartbeat: req.Heartbeat, lastHB: now}
+	if req.Expires > 0 {
+		r.expires = now.Add(req.Expires)
+	}
+	c.mu.Lock()
+	c.mu.active = now
+	if max := cfg.MaxWaiting; max > 0 && len(c.mu.waiting) >= max {
+		c.mu.Unlock()
+		c.a.acc.Publish(reply, "", hdrMaxWaiting, nil)
+		return
+	}
+	if r.noWait && r.expires.IsZero() && c.numPending() == 0 && len(c.mu.rdq) == 0 && !c.redeliverableLocked(now) {
+		c.mu.Unlock()
+		c.a.acc.Publish(reply, "", hdrNoMessages, nil)
+		return
+	}
+	c.mu.waiting = append(c.mu.waiting, r)
+	c.mu.Unlock()
+	c.wake()
+}
+
+// redeliverableLocked reports whether some pending message is due now.
+func (c *consumer) redeliverableLocked(now time.Time) bool {
+	for _, p := range c.mu.pending {
+		if p.due <= now.UnixNano() {
+			return true
+		}
+	}
+	return false
+}
+
+// pullLimits checks a pull request against the consumer's max_batch,
+// max_expires and max_bytes; it returns the 409 text or "".
+func pullLimits(cfg *api.ConsumerConfig, req *api.PullRequest) string {
+	switch {
+	case cfg.MaxRequestBatch > 0 && req.Batch > cfg.MaxRequestBatch:
+		return "Exceeded MaxRequestBatch of " + strconv.Itoa(cfg.MaxRequestBatch)
+	case cfg.MaxRequestExpires > 0 && req.Expires > cfg.MaxRequestExpires:
+		return "Exceeded MaxRequestExpires of " + cfg.MaxRequestExpires.String()
+	case cfg.MaxRequestMaxBytes > 0 && req.MaxBytes > cfg.MaxRequestMaxBytes:
+		return "Exceeded MaxRequestMaxBytes of " + strconv.Itoa(cfg.MaxRequestMaxBytes)
+	}
+	return ""
+}
+
+func (c *consumer) config() *api.ConsumerConfig {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.cfg
+}
+
+// ackedLocked reports whether this consumer is done with seq (on subj):
+// delivered and acknowledged, or not interested at all.
+func (c *consumer) doneWith(seq uint64, subj string) bool {
+	if !c.matches(subj) {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, pending := c.mu.pending[seq]; pending {
+		return false
+	}
+	if slices.Contains(c.mu.lps, seq) {
+		return false
+	}
+	return seq < c.mu.sseq || seq <= c.mu.ackS
+}

@@ -1,0 +1,394 @@
+package jetstream
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
+)
+
+// fcThreshold is how many bytes a flow-controlled push consumer sends
+// between flow control requests.
+const fcThreshold = 256 << 10
+
+// outMsg is a message the delivery loop publishes once it drops c.mu:
+// routed by to (a pull request's inbox, a deliver subject) and presented
+// as subject; subject empty means to itself (status messages).
+type outMsg struct {
+	to, subject, reply string
+	hdr, data          []byte
+}
+
+// Status headers of pull replies and push control messages.
+var (
+	hdrNoMessages      = []byte("NATS/1.0 404 No Messages\r\n\r\n")
+	hdrConsumerDeleted = []byte("NATS/1.0 409 Consumer Deleted\r\n\r\n")
+	hdrMaxWaiting      = []byte("NATS/1.0 409 Exceeded MaxWaiting\r\n\r\n")
+	hdrFlowControl     = []byte("NATS/1.0 100 FlowControl Request\r\n\r\n")
+)
+
+func statusWithPending(status string, msgs, bytes int) []byte {
+	return appendHeaderBlock(nil, status, api.HeaderPendingMessages, strconv.Itoa(msgs),
+		api.HeaderPendingBytes, strconv.Itoa(bytes))
+}
+
+// run is the consumer's delivery loop.
+func (c *consumer) run() {
+	defer close(c.stopped)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next := c.deliver()
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		if !next.IsZero() {
+			timer.Reset(max(time.Until(next), 0))
+		}
+		select {
+		case <-c.kick:
+		case <-timer.C:
+		case <-c.quit:
+			return
+		}
+	}
+}
+
+// deliver does everything due now and returns when to look again.
+func (c *consumer) deliver() time.Time {
+	var out []outMsg
+	c.mu.Lock()
+	now := time.Now()
+	var next time.Time
+	consider := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	c.expireWaitingLocked(now, &out, consider)
+	c.checkPendingLocked(now, consider)
+	cfg := c.mu.cfg
+	paused := cfg.PauseUntil != nil && cfg.PauseUntil.After(now)
+	if paused {
+		consider(*cfg.PauseUntil)
+	} else {
+		c.deliverLocked(now, &out)
+	}
+	c.heartbeatsLocked(now, &out, consider)
+	remove := c.inactiveLocked(now, consider)
+	persist := c.mu.dirty && !c.mu.persisting && c.mu.cfg.IsDurable()
+	if persist {
+		c.mu.persisting = true
+	}
+	c.mu.Unlock()
+
+	for _, m := range out {
+		subj := m.subject
+		if subj == "" {
+			subj = m.to
+		}
+		c.a.acc.Deliver(m.to, subj, m.reply, m.hdr, m.data)
+	}
+	if persist {
+		c.persist()
+	}
+	if remove {
+		go c.a.deleteConsumer(c, "inactive")
+	}
+	return next
+}
+
+// target is where the next message goes: the deliver subject of a push
+// consumer with interest, or the first waiting pull request.
+func (c *consumer) targetLocked() (string, *pullRequest) {
+	cfg := c.mu.cfg
+	if cfg.DeliverSubject != "" {
+		if c.mu.fcPending != "" || !c.a.acc.HasInterest(cfg.DeliverSubject) {
+			return "", nil
+		}
+		return cfg.DeliverSubject, nil
+	}
+	if len(c.mu.waiting) == 0 {
+		return "", nil
+	}
+	return c.mu.waiting[0].reply, c.mu.waiting[0]
+}
+
+func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) {
+	cfg := c.mu.cfg
+	for {
+		target, req := c.targetLocked()
+		if target == "" {
+			return
+		}
+		if cfg.AckPolicy != api.AckNone && cfg.MaxAckPending > 0 && len(c.mu.pending) >= cfg.MaxAckPending {
+			return
+		}
+		m, redelivery, ok := c.peekLocked()
+		if !ok {
+			c.endNoWaitLocked(out)
+			return
+		}
+		size := len(m.Subject) + len(m.Header) + len(m.Data)
+		if req != nil && req.maxBytes > 0 && req.b+size > req.maxBytes {
+			// The message does not fit what is left of this request.
+			*out = append(*out, outMsg{to: req.reply,
+				hdr: statusWithPending("409 Message Size Exceeds MaxBytes", req.batch-req.n, req.maxBytes-req.b)})
+			c.dropWaitingLocked(0)
+			continue
+		}
+		c.takeLocked(m.Seq, redelivery)
+		dc := uint64(1)
+		c.mu.dseq++
+		if p := c.mu.pending[m.Seq]; p != nil {
+			dc = p.dc + 1
+			if p.dc == 1 {
+				c.mu.redeliver++
+			}
+		}
+		if cfg.AckPolicy == api.AckNone {
+			c.mu.ackC, c.mu.ackS = c.mu.dseq, max(c.mu.ackS, m.Seq)
+		} else {
+			c.mu.pending[m.Seq] = &pendingMsg{cseq: c.mu.dseq, ts: now.UnixNano(), dc: dc,
+				due: now.Add(c.ackWaitLocked(dc)).UnixNano()}
+		}
+		c.mu.delivered = max(c.mu.delivered, m.Seq)
+		c.mu.lastDel = now
+		c.mu.dirty = true
+		hdr, data := m.Header, m.Data
+		if cfg.HeadersOnly {
+			hdr = addHeader(hdr, api.HeaderMsgSize, strconv.Itoa(len(m.Data)))
+			data = nil
+		}
+		*out = append(*out, outMsg{to: target, subject: m.Subject, reply: c.ackSubject(dc, m.Seq, c.mu.dseq, m.Time, c.numPending()), hdr: hdr, data: data})
+		if req != nil {
+			req.n++
+			req.b += size
+			if req.n >= req.batch {
+				c.dropWaitingLocked(0)
+			}
+		} else if cfg.FlowControl {
+			c.mu.fcBytes += size
+			if c.mu.fcBytes >= fcThreshold {
+				c.mu.fcBytes = 0
+				c.mu.fcPending = c.fcPrefix + strconv.FormatUint(c.mu.dseq, 10)
+				*out = append(*out, outMsg{to: cfg.DeliverSubject, reply: c.mu.fcPending, hdr: hdrFlowControl})
+			}
+		}
+	}
+}
+
+// peekLocked finds the next message to deliver without taking it:
+// redeliveries first, then last-per-subject ones owed, then new ones.
+func (c *consumer) peekLocked() (store.Message, bool, bool) {
+	for len(c.mu.rdq) > 0 {
+		seq := c.mu.rdq[0]
+		m, err := c.s.ap.st.LoadMsg(c.s.id, seq)
+		if err == nil {
+			return m, true, true
+		}
+		// Gone (limits, purge): nothing left to redeliver.
+		c.mu.rdq = c.mu.rdq[1:]
+		delete(c.mu.pending, seq)
+		c.mu.dirty = true
+		c.advanceAckFloorLocked()
+	}
+	for len(c.mu.lps) > 0 {
+		m, err := c.s.ap.st.LoadMsg(c.s.id, c.mu.lps[0])
+		if err == nil {
+			return m, false, true
+		}
+		c.mu.lps = c.mu.lps[1:]
+		c.npend.Add(-1)
+	}
+	durable := c.s.durable.Load()
+	if c.mu.sseq > durable {
+		return store.Message{}, false, false
+	}
+	filters := c.mu.filters
+	if len(filters) == 0 {
+		filters = []string{""}
+	}
+	var best store.Message
+	found := false
+	for _, f := range filters {
+		m, err := c.s.ap.st.NextMsg(c.s.id, c.mu.sseq, f)
+		if err != nil || m.Seq > durable {
+			continue
+		}
+		if !found || m.Seq < best.Seq {
+			best, found = m, true
+		}
+	}
+	if !found {
+		// Nothing matches up to what is committed: skip the scan next time.
+		c.setSSeqLocked(durable + 1)
+		return best, false, false
+	}
+	return best, false, true
+}
+
+// takeLocked consumes what peekLocked returned.
+func (c *consumer) takeLocked(seq uint64, redelivery bool) {
+	switch {
+	case redelivery:
+		c.mu.rdq = c.mu.rdq[1:]
+	case len(c.mu.lps) > 0 && c.mu.lps[0] == seq:
+		c.mu.lps = c.mu.lps[1:]
+		c.npend.Add(-1)
+	default:
+		c.setSSeqLocked(seq + 1)
+		c.npend.Add(-1)
+	}
+}
+
+// dropWaitingLocked removes waiting request i.
+func (c *consumer) dropWaitingLocked(i int) {
+	copy(c.mu.waiting[i:], c.mu.waiting[i+1:])
+	c.mu.waiting[len(c.mu.waiting)-1] = nil
+	c.mu.waiting = c.mu.waiting[:len(c.mu.waiting)-1]
+}
+
+// endNoWaitLocked ends no_wait requests once nothing more is available.
+func (c *consumer) endNoWaitLocked(out *[]outMsg) {
+	kept := c.mu.waiting[:0]
+	for _, r := range c.mu.waiting {
+		if r.noWait && r.expires.IsZero() {
+			*out = append(*out, outMsg{to: r.reply, hdr: hdrNoMessages})
+			continue
+		}
+		kept = append(kept, r)
+	}
+	clear(c.mu.waiting[len(kept):])
+	c.mu.waiting = kept
+}
+
+// expireWaitingLocked answers pull requests whose time is up with 408.
+func (c *consumer) expireWaitingLocked(now time.Time, out *[]outMsg, consider func(time.Time)) {
+	kept := c.mu.waiting[:0]
+	for _, r := range c.mu.waiting {
+		if !r.expires.IsZero() && !now.Before(r.expires) {
+			*out = append(*out, outMsg{to: r.reply, hdr: statusWithPending("408 Request Timeout", r.batch-r.n, max(r.maxBytes-r.b, 0))})
+			continue
+		}
+		consider(r.expires)
+		kept = append(kept, r)
+	}
+	clear(c.mu.waiting[len(kept):])
+	c.mu.waiting = kept
+}
+
+// checkPendingLocked queues deliveries whose ack wait passed for
+// redelivery, and gives up on those at max_deliver.
+func (c *consumer) checkPendingLocked(now time.Time, consider func(time.Time)) {
+	if len(c.mu.pending) == 0 {
+		return
+	}
+	nowNs := now.UnixNano()
+	inRdq := make(map[uint64]bool, len(c.mu.rdq))
+	for _, seq := range c.mu.rdq {
+		inRdq[seq] = true
+	}
+	var due []uint64
+	for seq, p := range c.mu.pending {
+		if inRdq[seq] {
+			continue
+		}
+		if p.due > nowNs {
+			consider(time.Unix(0, p.due))
+			continue
+		}
+		if md := c.mu.cfg.MaxDeliver; md > 0 && p.dc >= uint64(md) {
+			delete(c.mu.pending, seq)
+			c.mu.dirty = true
+			c.maxDeliveriesAdvisory(seq, p.dc)
+			continue
+		}
+		due = append(due, seq)
+	}
+	if len(due) > 0 {
+		sortSeqs(due)
+		c.mu.rdq = append(c.mu.rdq, due...)
+	}
+	c.advanceAckFloorLocked()
+}
+
+// heartbeatsLocked sends idle heartbeats to push consumers and to pull
+// requests that asked for them.
+func (c *consumer) heartbeatsLocked(now time.Time, out *[]outMsg, consider func(time.Time)) {
+	hbHdr := func() []byte {
+		h := appendHeaderBlock(nil, "100 Idle Heartbeat",
+			api.HeaderLastConsumer, strconv.FormatUint(c.mu.dseq, 10),
+			api.HeaderLastStream, strconv.FormatUint(c.mu.delivered, 10))
+		if c.mu.fcPending != "" {
+			h = append(h[:len(h)-2], api.HeaderConsumerStalled+": "+c.mu.fcPending+"\r\n\r\n"...)
+		}
+		return h
+	}
+	cfg := c.mu.cfg
+	if hb := cfg.Heartbeat; hb > 0 && cfg.DeliverSubject != "" {
+		last := c.mu.lastDel
+		if c.mu.lastHB.After(last) {
+			last = c.mu.lastHB
+		}
+		if now.Sub(last) >= hb && c.a.acc.HasInterest(cfg.DeliverSubject) {
+			*out = append(*out, outMsg{to: cfg.DeliverSubject, reply: c.mu.fcPending, hdr: hbHdr()})
+			c.mu.lastHB, last = now, now
+		}
+		consider(last.Add(hb))
+	}
+	for _, r := range c.mu.waiting {
+		if r.heartbeat <= 0 {
+			continue
+		}
+		if now.Sub(r.lastHB) >= r.heartbeat {
+			*out = append(*out, outMsg{to: r.reply, hdr: hbHdr()})
+			r.lastHB = now
+		}
+		consider(r.lastHB.Add(r.heartbeat))
+	}
+}
+
+// inactiveLocked reports whether the consumer has been without clients for
+// its inactive threshold and should be removed.
+func (c *consumer) inactiveLocked(now time.Time, consider func(time.Time)) bool {
+	cfg := c.mu.cfg
+	if cfg.InactiveThreshold <= 0 {
+		return false
+	}
+	if len(c.mu.waiting) > 0 || (cfg.DeliverSubject != "" && c.a.acc.HasInterest(cfg.DeliverSubject)) {
+		c.mu.active = now
+	}
+	deadline := c.mu.active.Add(cfg.InactiveThreshold)
+	if !now.Before(deadline) {
+		return true
+	}
+	consider(deadline)
+	return false
+}
+
+// maxDeliveriesAdvisory tells the account a message hit max_deliver.
+func (c *consumer) maxDeliveriesAdvisory(seq, dc uint64) {
+	adv := map[string]any{
+		"type":       "io.nats.jetstream.advisory.v1.max_deliver",
+		"id":         strconv.FormatUint(seq, 36) + strconv.FormatInt(time.Now().UnixNano(), 36),
+		"timestamp":  time.Now().UTC(),
+		"stream":     c.stream,
+		"consumer":   c.name,
+		"stream_seq": seq,
+		"deliveries": dc,
+	}
+	go c.a.advise("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+c.stream+"."+c.name, adv)
+}
+
+// persist writes the consumer's state through the apply path.
+func (c *consumer) persist() {
+	c.s.ap.submit(&proposal{s: c.s, acct: c.a, kind: propConsumerState, cons: c, done: func(*proposal, result) {}})
+}
+
+var errConsumerGone = errors.New("consumer deleted")
