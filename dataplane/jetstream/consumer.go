@@ -63,6 +63,13 @@ type consumer struct {
 		dirty      bool   // state changed since last persisted
 		persisting bool   // a state write is queued
 		deleted    bool
+		// Pacing: the stored time and wall time of the last delivery
+		// (replay original), and the bytes sent in the current second
+		// (rate limit).
+		replayTs  int64
+		replayAt  time.Time
+		rateStart time.Time
+		rateBytes int
 	}
 }
 
@@ -394,4 +401,12 @@ func (c *consumer) stop() {
 		close(c.quit)
 	}
 	<-c.stopped
+	// Whatever changed since the last write goes through the apply path
+	// before the appliers close.
+	c.mu.Lock()
+	persist := c.mu.dirty && c.mu.cfg.IsDurable() && !c.mu.deleted
+	c.mu.Unlock()
+	if persist {
+		c.persist()
+	}
 }

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"bytes"
 	"encoding/json"
+	mathrand "math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,10 +37,12 @@ func (c *consumer) onAck(subj, reply, _, msg []byte) {
 		removable = c.ack(sseq)
 	case "-NAK":
 		c.nak(sseq, arg)
+		c.msgAdvisory("MSG_NAKED", "io.nats.jetstream.advisory.v1.nak", toks, "")
 	case "+WPI":
 		c.progress(sseq)
 	case "+TERM":
 		c.term(sseq)
+		c.msgAdvisory("MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated", toks, string(arg))
 	case "+NXT":
 		removable = c.ack(sseq)
 		if len(reply) > 0 {
@@ -51,6 +54,7 @@ func (c *consumer) onAck(subj, reply, _, msg []byte) {
 	}
 	if len(removable) > 0 {
 		c.s.acked(c.a, removable)
+		c.sampleAck(toks)
 	}
 	if len(reply) > 0 {
 		// Double ack: the client waits to hear the ack was processed.
@@ -274,4 +278,42 @@ func (c *consumer) doneWith(seq uint64, subj string) bool {
 		return false
 	}
 	return seq < c.mu.sseq || seq <= c.mu.ackS
+}
+
+// msgAdvisory publishes a per-message consumer advisory (nak, terminate).
+// toks are the ack subject's delivered.sseq.cseq.ts.pending tokens.
+func (c *consumer) msgAdvisory(kind, typ string, toks []string, reason string) {
+	sseq, _ := strconv.ParseUint(toks[1], 10, 64)
+	cseq, _ := strconv.ParseUint(toks[2], 10, 64)
+	dc, _ := strconv.ParseUint(toks[0], 10, 64)
+	adv := map[string]any{
+		"type": typ, "id": randomName() + randomName(), "timestamp": time.Now().UTC(),
+		"stream": c.stream, "consumer": c.name, "consumer_seq": cseq, "stream_seq": sseq, "deliveries": dc,
+	}
+	if reason != "" {
+		adv["reason"] = reason
+	}
+	c.a.advise("$JS.EVENT.ADVISORY.CONSUMER."+kind+"."+c.stream+"."+c.name, adv)
+}
+
+// sampleAck publishes the ack metric for the share of acks sample_freq
+// asks for ("30" or "30%").
+func (c *consumer) sampleAck(toks []string) {
+	freq := strings.TrimSuffix(strings.TrimSpace(c.config().SampleFrequency), "%")
+	if freq == "" {
+		return
+	}
+	pct, err := strconv.Atoi(freq)
+	if err != nil || pct <= 0 || mathrand.IntN(100) >= pct {
+		return
+	}
+	sseq, _ := strconv.ParseUint(toks[1], 10, 64)
+	cseq, _ := strconv.ParseUint(toks[2], 10, 64)
+	dc, _ := strconv.ParseUint(toks[0], 10, 64)
+	ts, _ := strconv.ParseInt(toks[3], 10, 64)
+	c.a.advise("$JS.EVENT.METRIC.CONSUMER.ACK."+c.stream+"."+c.name, map[string]any{
+		"type": "io.nats.jetstream.metric.v1.consumer_ack", "id": randomName() + randomName(),
+		"timestamp": time.Now().UTC(), "stream": c.stream, "consumer": c.name,
+		"consumer_seq": cseq, "stream_seq": sseq, "ack_time": time.Now().UnixNano() - ts, "deliveries": dc,
+	})
 }

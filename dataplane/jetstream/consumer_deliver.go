@@ -77,7 +77,7 @@ func (c *consumer) deliver() time.Time {
 	if paused {
 		consider(*cfg.PauseUntil)
 	} else {
-		c.deliverLocked(now, &out)
+		consider(c.deliverLocked(now, &out))
 	}
 	c.heartbeatsLocked(now, &out, consider)
 	remove := c.inactiveLocked(now, consider)
@@ -119,22 +119,27 @@ func (c *consumer) targetLocked() (string, *pullRequest) {
 	return c.mu.waiting[0].reply, c.mu.waiting[0]
 }
 
-func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) {
+// deliverLocked hands out messages while a target and the limits allow;
+// it returns when pacing (replay original, rate limit) wants it back.
+func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 	cfg := c.mu.cfg
 	for {
 		target, req := c.targetLocked()
 		if target == "" {
-			return
+			return time.Time{}
 		}
 		if cfg.AckPolicy != api.AckNone && cfg.MaxAckPending > 0 && len(c.mu.pending) >= cfg.MaxAckPending {
-			return
+			return time.Time{}
 		}
 		m, redelivery, ok := c.peekLocked()
 		if !ok {
 			c.endNoWaitLocked(out)
-			return
+			return time.Time{}
 		}
 		size := len(m.Subject) + len(m.Header) + len(m.Data)
+		if at := c.paceLocked(now, m.Time, size); !at.IsZero() {
+			return at
+		}
 		if req != nil && req.maxBytes > 0 && req.b+size > req.maxBytes {
 			// The message does not fit what is left of this request.
 			*out = append(*out, outMsg{to: req.reply,
@@ -143,6 +148,8 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) {
 			continue
 		}
 		c.takeLocked(m.Seq, redelivery)
+		c.mu.replayTs, c.mu.replayAt = m.Time, now
+		c.mu.rateBytes += size
 		dc := uint64(1)
 		c.mu.dseq++
 		if p := c.mu.pending[m.Seq]; p != nil {
@@ -392,3 +399,24 @@ func (c *consumer) persist() {
 }
 
 var errConsumerGone = errors.New("consumer deleted")
+
+// paceLocked returns when the next message (stored at ts, of size bytes)
+// may go out, or the zero time if now: replay_policy original keeps the
+// original gaps between messages, rate_limit_bps caps the bit rate.
+func (c *consumer) paceLocked(now time.Time, ts int64, size int) time.Time {
+	cfg := c.mu.cfg
+	if cfg.ReplayPolicy == api.ReplayOriginal && c.mu.replayTs != 0 && ts > c.mu.replayTs {
+		if due := c.mu.replayAt.Add(time.Duration(ts - c.mu.replayTs)); now.Before(due) {
+			return due
+		}
+	}
+	if bps := cfg.RateLimit; bps > 0 {
+		if c.mu.rateStart.IsZero() || now.Sub(c.mu.rateStart) >= time.Second {
+			c.mu.rateStart, c.mu.rateBytes = now, 0
+		}
+		if uint64(c.mu.rateBytes+size)*8 > bps && c.mu.rateBytes > 0 {
+			return c.mu.rateStart.Add(time.Second)
+		}
+	}
+	return time.Time{}
+}
