@@ -170,6 +170,7 @@ func (c *consumer) update(cfg *api.ConsumerConfig) {
 	c.mu.filters = cfg.Filters()
 	f := c.mu.filters
 	c.filt.Store(&f)
+	c.mu.ahead, c.mu.aheadTo = nil, 0
 	c.mu.dirty = true
 	c.mu.Unlock()
 	c.wake()

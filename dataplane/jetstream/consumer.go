@@ -50,6 +50,10 @@ type consumer struct {
 		// Invariant: ackS <= delivered; every pending seq is > ackS.
 		ackC, ackS uint64
 		pending    map[uint64]*pendingMsg // stream seq → outstanding delivery
+		order      []uint64               // pending's keys, ascending
+		nextDue    int64                  // no pending delivery is due before this (unix nanos); 0: unknown
+		ahead      []store.Message        // read-ahead of matching messages at or after sseq
+		aheadTo    uint64                 // the scans behind ahead covered everything below this
 		rdq        []uint64               // stream seqs to deliver again, oldest first
 		lps        []uint64               // last-per-subject seqs still to deliver first
 		redeliver  int                    // messages delivered more than once (num_redelivered)
@@ -328,7 +332,7 @@ func (c *consumer) restoreState(b []byte) error {
 	for _, p := range st.Pending {
 		pm := &pendingMsg{cseq: p[1], ts: int64(p[2]), dc: p[3]}
 		pm.due = pm.ts + int64(c.ackWaitLocked(pm.dc))
-		c.mu.pending[p[0]] = pm
+		c.addPendingLocked(p[0], pm)
 	}
 	return c.countPendingLocked()
 }
@@ -385,6 +389,7 @@ func (c *consumer) purged(next uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.lps = nil
+	c.mu.ahead, c.mu.aheadTo = nil, 0
 	if c.mu.sseq < next {
 		c.setSSeqLocked(next)
 	}

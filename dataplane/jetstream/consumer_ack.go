@@ -73,15 +73,14 @@ func (c *consumer) ack(sseq uint64) []uint64 {
 	case api.AckNone:
 		return nil
 	case api.AckAll:
-		for seq := range c.mu.pending {
-			if seq <= sseq {
-				delete(c.mu.pending, seq)
-				done = append(done, seq)
-			}
+		for len(c.mu.order) > 0 && c.mu.order[0] <= sseq {
+			seq := c.mu.order[0]
+			c.delPendingLocked(seq)
+			done = append(done, seq)
 		}
 	default:
 		if _, ok := c.mu.pending[sseq]; ok {
-			delete(c.mu.pending, sseq)
+			c.delPendingLocked(sseq)
 			done = append(done, sseq)
 		}
 	}
@@ -114,13 +113,8 @@ func (c *consumer) advanceAckFloorLocked() {
 		c.mu.ackS, c.mu.ackC = c.mu.delivered, c.mu.dseq
 		return
 	}
-	var minSeq uint64
-	var minP *pendingMsg
-	for seq, p := range c.mu.pending {
-		if minP == nil || seq < minSeq {
-			minSeq, minP = seq, p
-		}
-	}
+	minSeq := c.mu.order[0]
+	minP := c.mu.pending[minSeq]
 	if minSeq > 0 && minSeq-1 > c.mu.ackS {
 		c.mu.ackS = minSeq - 1
 	}
@@ -152,6 +146,7 @@ func (c *consumer) nak(sseq uint64, arg []byte) {
 		return
 	}
 	p.due = time.Now().Add(delay).UnixNano()
+	c.noteDueLocked(p.due)
 	c.mu.active = time.Now()
 }
 
@@ -170,7 +165,7 @@ func (c *consumer) term(sseq uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.mu.pending[sseq]; ok {
-		delete(c.mu.pending, sseq)
+		c.delPendingLocked(sseq)
 		c.dropFromRdqLocked([]uint64{sseq})
 		c.mu.dirty = true
 		c.advanceAckFloorLocked()
@@ -316,4 +311,39 @@ func (c *consumer) sampleAck(toks []string) {
 		"timestamp": time.Now().UTC(), "stream": c.stream, "consumer": c.name,
 		"consumer_seq": cseq, "stream_seq": sseq, "ack_time": time.Now().UnixNano() - ts, "deliveries": dc,
 	})
+}
+
+// addPendingLocked records an outstanding delivery.
+// Invariant: order holds exactly the keys of pending, ascending.
+func (c *consumer) addPendingLocked(seq uint64, p *pendingMsg) {
+	if _, ok := c.mu.pending[seq]; !ok {
+		i, _ := slices.BinarySearch(c.mu.order, seq)
+		c.mu.order = slices.Insert(c.mu.order, i, seq)
+	}
+	c.mu.pending[seq] = p
+	c.noteDueLocked(p.due)
+}
+
+// noteDueLocked keeps nextDue at or before the earliest redelivery time,
+// so the loop scans pending only when something may be due.
+func (c *consumer) noteDueLocked(due int64) {
+	if c.mu.nextDue == 0 || due < c.mu.nextDue {
+		c.mu.nextDue = due
+	}
+}
+
+// delPendingLocked forgets an outstanding delivery. Acks mostly arrive in
+// order, so the common case trims the front.
+func (c *consumer) delPendingLocked(seq uint64) {
+	if _, ok := c.mu.pending[seq]; !ok {
+		return
+	}
+	delete(c.mu.pending, seq)
+	if len(c.mu.order) > 0 && c.mu.order[0] == seq {
+		c.mu.order = c.mu.order[1:]
+		return
+	}
+	if i, ok := slices.BinarySearch(c.mu.order, seq); ok {
+		c.mu.order = slices.Delete(c.mu.order, i, i+1)
+	}
 }

@@ -1,12 +1,14 @@
 package jetstream
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 	"time"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
 	"github.com/contrail/contrail/dataplane/store"
+	"github.com/contrail/contrail/dataplane/subject"
 )
 
 // fcThreshold is how many bytes a flow-controlled push consumer sends
@@ -161,8 +163,8 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 		if cfg.AckPolicy == api.AckNone {
 			c.mu.ackC, c.mu.ackS = c.mu.dseq, max(c.mu.ackS, m.Seq)
 		} else {
-			c.mu.pending[m.Seq] = &pendingMsg{cseq: c.mu.dseq, ts: now.UnixNano(), dc: dc,
-				due: now.Add(c.ackWaitLocked(dc)).UnixNano()}
+			c.addPendingLocked(m.Seq, &pendingMsg{cseq: c.mu.dseq, ts: now.UnixNano(), dc: dc,
+				due: now.Add(c.ackWaitLocked(dc)).UnixNano()})
 		}
 		c.mu.delivered = max(c.mu.delivered, m.Seq)
 		c.mu.lastDel = now
@@ -201,7 +203,7 @@ func (c *consumer) peekLocked() (store.Message, bool, bool) {
 		}
 		// Gone (limits, purge): nothing left to redeliver.
 		c.mu.rdq = c.mu.rdq[1:]
-		delete(c.mu.pending, seq)
+		c.delPendingLocked(seq)
 		c.mu.dirty = true
 		c.advanceAckFloorLocked()
 	}
@@ -217,27 +219,57 @@ func (c *consumer) peekLocked() (store.Message, bool, bool) {
 	if c.mu.sseq > durable {
 		return store.Message{}, false, false
 	}
-	filters := c.mu.filters
-	if len(filters) == 0 {
-		filters = []string{""}
-	}
-	var best store.Message
-	found := false
-	for _, f := range filters {
-		m, err := c.s.ap.st.NextMsg(c.s.id, c.mu.sseq, f)
+	if f := c.mu.filters; len(f) == 1 && subject.IsLiteral(f[0]) {
+		// One literal subject: the subject index finds it directly.
+		m, err := c.s.ap.st.NextMsg(c.s.id, c.mu.sseq, f[0])
 		if err != nil || m.Seq > durable {
-			continue
+			c.setSSeqLocked(durable + 1)
+			return store.Message{}, false, false
 		}
-		if !found || m.Seq < best.Seq {
-			best, found = m, true
+		return m, false, true
+	}
+	return c.readAheadLocked(durable)
+}
+
+// readAhead is how many stream sequences one scan covers.
+const readAhead = 512
+
+// readAheadLocked returns the next matching message from a buffer filled
+// by sequential scans, so a busy consumer reads the store in runs instead
+// of one lookup per message. A message deleted after it was read ahead
+// may still be delivered once; that is within at-least-once delivery.
+func (c *consumer) readAheadLocked(durable uint64) (store.Message, bool, bool) {
+	for len(c.mu.ahead) > 0 && c.mu.ahead[0].Seq < c.mu.sseq {
+		c.mu.ahead[0] = store.Message{}
+		c.mu.ahead = c.mu.ahead[1:]
+	}
+	for scans := 0; len(c.mu.ahead) == 0; scans++ {
+		from := max(c.mu.sseq, c.mu.aheadTo)
+		if from > durable {
+			return store.Message{}, false, false
+		}
+		if scans == 16 {
+			// Long run without a match: continue on the next pass.
+			c.wake()
+			return store.Message{}, false, false
+		}
+		end := min(durable+1, from+readAhead)
+		err := c.s.ap.st.ScanMsgs(c.s.id, from, end, func(m *store.Message) error {
+			if c.matches(m.Subject) {
+				c.mu.ahead = append(c.mu.ahead, store.Message{Seq: m.Seq, Subject: m.Subject,
+					Header: bytes.Clone(m.Header), Data: bytes.Clone(m.Data), Time: m.Time, TTL: m.TTL})
+			}
+			return nil
+		})
+		if err != nil {
+			return store.Message{}, false, false
+		}
+		c.mu.aheadTo = end
+		if len(c.mu.ahead) == 0 {
+			c.setSSeqLocked(end)
 		}
 	}
-	if !found {
-		// Nothing matches up to what is committed: skip the scan next time.
-		c.setSSeqLocked(durable + 1)
-		return best, false, false
-	}
-	return best, false, true
+	return c.mu.ahead[0], false, true
 }
 
 // takeLocked consumes what peekLocked returned.
@@ -297,6 +329,11 @@ func (c *consumer) checkPendingLocked(now time.Time, consider func(time.Time)) {
 		return
 	}
 	nowNs := now.UnixNano()
+	if c.mu.nextDue > nowNs {
+		consider(time.Unix(0, c.mu.nextDue))
+		return
+	}
+	c.mu.nextDue = 0
 	inRdq := make(map[uint64]bool, len(c.mu.rdq))
 	for _, seq := range c.mu.rdq {
 		inRdq[seq] = true
@@ -308,10 +345,11 @@ func (c *consumer) checkPendingLocked(now time.Time, consider func(time.Time)) {
 		}
 		if p.due > nowNs {
 			consider(time.Unix(0, p.due))
+			c.noteDueLocked(p.due)
 			continue
 		}
 		if md := c.mu.cfg.MaxDeliver; md > 0 && p.dc >= uint64(md) {
-			delete(c.mu.pending, seq)
+			c.delPendingLocked(seq)
 			c.mu.dirty = true
 			c.maxDeliveriesAdvisory(seq, p.dc)
 			continue
