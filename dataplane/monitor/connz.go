@@ -77,12 +77,7 @@ var connSorts = map[string]func(a, b *server.ConnInfo) bool{
 
 func (m *Monitor) connz(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	offset, err := intParam(r, "offset", 0)
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	limit, err := intParam(r, "limit", 1024)
+	offset, limit, err := pageParams(r)
 	if err != nil {
 		badRequest(w, "%v", err)
 		return

@@ -101,12 +101,7 @@ func (m *Monitor) jsz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, r, &out)
 		return
 	}
-	offset, err := intParam(r, "offset", 0)
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	limit, err := intParam(r, "limit", 1024)
+	offset, limit, err := pageParams(r)
 	if err != nil {
 		badRequest(w, "%v", err)
 		return

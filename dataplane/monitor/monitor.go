@@ -132,6 +132,15 @@ func intParam(r *http.Request, name string, def int) (int, error) {
 	return n, nil
 }
 
+// pageParams reads the offset and limit every listing endpoint takes.
+func pageParams(r *http.Request) (offset, limit int, err error) {
+	if offset, err = intParam(r, "offset", 0); err != nil {
+		return 0, 0, err
+	}
+	limit, err = intParam(r, "limit", 1024)
+	return offset, limit, err
+}
+
 // uptime renders a duration as nats-server does: 1d2h3m4s.
 func uptime(d time.Duration) string {
 	tsecs := int64(d / time.Second)

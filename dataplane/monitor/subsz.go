@@ -29,12 +29,7 @@ type sublistStats struct {
 }
 
 func (m *Monitor) subsz(w http.ResponseWriter, r *http.Request) {
-	offset, err := intParam(r, "offset", 0)
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	limit, err := intParam(r, "limit", 1024)
+	offset, limit, err := pageParams(r)
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
