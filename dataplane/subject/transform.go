@@ -17,10 +17,12 @@ import (
 //
 // The destination grammar, token by token:
 //
-//	literal          copied as is (no whitespace)
-//	$N               the Nth '*' of the source (1-based)
+//	literal          copied as is; no whitespace ("$JS", "$x" are literals)
+//	$N               the Nth '*' of the source (1-based; below 1 reads the
+//	                 subject's first token, as nats-server does)
 //	{{wildcard(N)}}  same as $N
-//	{{partition(n, N...)}}  FNV-1a 32 of the referenced tokens, mod n
+//	{{partition(n, N...)}}  FNV-1a 32 of the referenced tokens concatenated
+//	                        without separators, mod n ("0" when n is 0)
 //	{{partition(n)}}        FNV-1a 32 of the whole subject, mod n
 //	{{splitFromLeft(N, p)}} {{splitFromRight(N, p)}}
 //	{{sliceFromLeft(N, s)}} {{sliceFromRight(N, s)}}
@@ -29,11 +31,19 @@ import (
 //	>                last token only, and only if the source ends in '>':
 //	                 the subject tokens the source's '>' matched
 //
-// The results agree with nats-server's for every transform both accept, so
-// partitions computed here and by a nats-server deployment coincide.
-// Deliberate differences: a negative partition or random count is rejected,
-// a {{...}} token must be one well-formed call from end to end, and literal
-// destination tokens may not hold NUL either.
+// Lengths and positions count bytes; the integer-argument functions leave
+// the token whole when the argument is not strictly between 0 and its
+// length. Without a wildcard in the source only literals, partition (whose
+// token indexes are then ignored) and random are allowed.
+//
+// The results agree with nats-server's for every transform and subject both
+// accept, so partitions computed here and by a nats-server deployment
+// coincide. Deliberate differences: a negative partition or random count is
+// rejected; a {{...}} token must be one well-formed call from end to end;
+// literal destination tokens may not hold NUL; the source must pass
+// ValidFilterString; a source token such as "*x" is a literal (nats-server
+// matches any token against it); and Apply rejects subjects with empty or
+// wildcard tokens even for the identity transform.
 
 // ErrBadTransform is wrapped by every error NewTransform returns.
 var ErrBadTransform = errors.New("invalid subject transform")
@@ -425,8 +435,8 @@ func literalToken(tok string) bool {
 }
 
 // walk matches subject against the source, capturing the spans the
-// destination reads. rem is where the tokens matched by a trailing '>'
-// start.
+// destination reads unless spans is nil. rem is where the tokens matched by
+// a trailing '>' start.
 func (t *Transform) walk(subject string, spans []span) (rem int, ok bool) {
 	i, last := 0, false
 	for k, st := range t.stoks {
@@ -445,7 +455,7 @@ func (t *Transform) walk(subject string, spans []span) (rem int, ok bool) {
 				if !literalToken(subject[j:end]) {
 					return 0, false
 				}
-				if first {
+				if first && spans != nil {
 					if s := t.slotOf[k]; s >= 0 {
 						spans[s] = span{j, end}
 					}
@@ -467,7 +477,7 @@ func (t *Transform) walk(subject string, spans []span) (rem int, ok bool) {
 		if !literalToken(tok) || (st != "*" && st != tok) {
 			return 0, false
 		}
-		if s := t.slotOf[k]; s >= 0 {
+		if s := t.slotOf[k]; s >= 0 && spans != nil {
 			spans[s] = span{i, end}
 		}
 		i = end + 1
@@ -481,12 +491,7 @@ const maxStackSlots = 8
 // Match reports whether the literal subject is matched by the source
 // filter. Subjects with empty or wildcard tokens never match.
 func (t *Transform) Match(subject string) bool {
-	var buf [maxStackSlots]span
-	spans := buf[:]
-	if t.nslots > maxStackSlots {
-		spans = make([]span, t.nslots)
-	}
-	_, ok := t.walk(subject, spans)
+	_, ok := t.walk(subject, nil)
 	return ok
 }
 
