@@ -22,6 +22,15 @@ type apiRequest struct {
 
 // onAPI receives every request on the account's API subjects.
 func (a *jsAccount) onAPI(subject, reply, hdr, msg []byte) {
+	if rest, ok := a.pullSubject(subject); ok {
+		// Pull requests are queued right here, on the requester's
+		// goroutine: quick (no apply path), and so served in the order
+		// each connection sent them, as nats-server serves them.
+		if len(reply) > 0 {
+			a.consumerNext(apiRequest{a: a, subject: string(subject), reply: string(reply), body: msg}, rest)
+		}
+		return
+	}
 	req := apiRequest{a: a, subject: string(subject), reply: string(reply),
 		hdr: bytes.Clone(hdr), body: bytes.Clone(msg)}
 	select {
@@ -30,6 +39,27 @@ func (a *jsAccount) onAPI(subject, reply, hdr, msg []byte) {
 		// Overloaded: say so rather than queue without bound.
 		a.reply(req.reply, &api.Response{Type: api.TypeSystemOverloaded, Error: api.NewInsufficientResourcesError()})
 	}
+}
+
+// pullSubject recognises CONSUMER.MSG.NEXT.<stream>.<consumer> and
+// returns "<stream>.<consumer>".
+func (a *jsAccount) pullSubject(subject []byte) (string, bool) {
+	const next = "CONSUMER.MSG.NEXT."
+	op, ok := bytes.CutPrefix(subject, []byte("$JS.API."))
+	if !ok {
+		d := a.e.opts.Domain
+		if d == "" {
+			return "", false
+		}
+		if op, ok = bytes.CutPrefix(subject, []byte("$JS."+d+".API.")); !ok {
+			return "", false
+		}
+	}
+	rest, ok := bytes.CutPrefix(op, []byte(next))
+	if !ok {
+		return "", false
+	}
+	return string(rest), true
 }
 
 func (e *Engine) apiLoop() {

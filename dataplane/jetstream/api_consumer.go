@@ -61,22 +61,31 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 		return consumerErr(typ, api.NewStreamNameMismatchError())
 	}
 	cfg := &creq.Config
+	// The name in the subject rules, as on nats-server: a durable name
+	// must agree with it, a config name is replaced by it.
+	if strings.ContainsAny(name, `\/`) {
+		return consumerErr(typ, api.NewConsumerNameContainsPathSeparatorsError())
+	}
 	switch {
 	case legacyDurable:
-		if cfg.Durable == "" {
-			cfg.Durable = name
-		}
-		if cfg.Durable != name {
+		switch {
+		case name == "" || strings.Contains(name, "."):
+			return consumerErr(typ, api.NewConsumerDurableNameNotInSubjectError())
+		case cfg.Durable == "":
+			return consumerErr(typ, api.NewConsumerDurableNameNotSetError())
+		case cfg.Durable != name:
 			return consumerErr(typ, api.NewConsumerDurableNameNotMatchSubjectError())
 		}
+		cfg.Name = name
 	case name != "":
-		if cfg.Name == "" && cfg.Durable == "" {
-			cfg.Name = name
+		if cfg.Durable != "" && cfg.Durable != name {
+			return consumerErr(typ, api.NewConsumerDurableNameNotMatchSubjectError())
 		}
-		if (cfg.Name != "" && cfg.Name != name) || (cfg.Durable != "" && cfg.Durable != name) {
-			return consumerErr(typ, api.NewConsumerCreateDurableAndNameMismatchError())
+		cfg.Name = name
+		if filter != "" && len(cfg.FilterSubjects) > 0 {
+			return consumerErr(typ, api.NewConsumerMultipleFiltersNotAllowedError())
 		}
-		if filter != "" && cfg.FilterSubject != filter && !(cfg.FilterSubject == "" && len(cfg.FilterSubjects) == 1 && cfg.FilterSubjects[0] == filter) {
+		if filter != "" && cfg.FilterSubject != filter {
 			return consumerErr(typ, api.NewConsumerCreateFilterSubjectMismatchError())
 		}
 	case cfg.Durable != "":
@@ -88,6 +97,10 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 	if cfg.PauseUntil != nil && cfg.PauseUntil.IsZero() {
 		cfg.PauseUntil = nil
 	}
+	if cfg.Replicas > 1 {
+		// A single node, as nats-server outside a cluster answers.
+		return consumerErr(typ, api.NewReplicasNotSupportedError())
+	}
 	s := a.lookup(streamName)
 	if s == nil {
 		return consumerErr(typ, api.NewStreamNotFoundError())
@@ -97,21 +110,21 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 	if aerr != nil {
 		return consumerErr(typ, aerr)
 	}
-	if norm.Replicas > 1 {
-		return consumerErr(typ, api.NewConsumerReplicasExceedsStreamError())
-	}
-	if norm.Name == "" {
-		norm.Name = randomName()
+	cname := norm.Name
+	if cname == "" {
+		// A legacy ephemeral: nats-server names it, but its config
+		// keeps no name.
+		cname = randomName()
 	}
 	norm.StampRequiredLevel()
 
 	a.create.Lock()
 	defer a.create.Unlock()
 	s.mu.Lock()
-	existing := s.mu.cons[norm.Name]
+	existing := s.mu.cons[cname]
 	var others []*api.ConsumerConfig
 	for n, c := range s.mu.cons {
-		if n != norm.Name {
+		if n != cname {
 			others = append(others, c.config())
 		}
 	}
@@ -140,7 +153,7 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 	if err := api.CheckWorkQueue(scfg, norm, others); err != nil {
 		return consumerErr(typ, err)
 	}
-	c := newConsumer(s, a, norm.Name, norm, a.e.opts.Now().UTC())
+	c := newConsumer(s, a, cname, norm, a.e.opts.Now().UTC())
 	var startSeq uint64
 	if norm.DeliverPolicy == api.DeliverByStartTime && norm.OptStartTime != nil {
 		seq, err := s.firstAtOrAfter(norm.OptStartTime.UnixNano())
@@ -300,7 +313,7 @@ func (a *jsAccount) consumerNames(req apiRequest, streamName string) any {
 	}
 	s := a.lookup(streamName)
 	if s == nil {
-		return &api.ConsumerNamesResponse{Response: api.Response{Type: typ, Error: api.NewStreamNotFoundError()}}
+		return &api.ConsumerNamesResponse{Response: api.Response{Type: typ, Error: api.NewStreamNotFoundError()}, Consumers: []string{}}
 	}
 	all := s.sortedConsumers()
 	names := []string{}
@@ -319,7 +332,7 @@ func (a *jsAccount) consumerList(req apiRequest, streamName string) any {
 	}
 	s := a.lookup(streamName)
 	if s == nil {
-		return &api.ConsumerListResponse{Response: api.Response{Type: typ, Error: api.NewStreamNotFoundError()}}
+		return &api.ConsumerListResponse{Response: api.Response{Type: typ, Error: api.NewStreamNotFoundError()}, Consumers: []*api.ConsumerInfo{}}
 	}
 	all := s.sortedConsumers()
 	infos := []*api.ConsumerInfo{}
@@ -337,8 +350,9 @@ func (a *jsAccount) consumerNext(req apiRequest, rest string) any {
 	}
 	c, err := a.consumerFor(rest)
 	if err != nil {
-		// Pull requests hear status messages, not JSON.
-		a.acc.Publish(req.reply, "", []byte("NATS/1.0 404 No Messages\r\n\r\n"), nil)
+		// nats-server has no subscriber for a missing consumer's pull
+		// subject: the requester hears no responders.
+		a.acc.Publish(req.reply, "", []byte("NATS/1.0 503\r\n\r\n"), nil)
 		return nil
 	}
 	c.pull(req.reply, req.body)
@@ -363,6 +377,7 @@ func (a *jsAccount) consumerPause(req apiRequest, rest string) any {
 	} else {
 		cfg.PauseUntil = nil
 	}
+	cfg.StampRequiredLevel()
 	c.update(cfg)
 	if cfg.IsDurable() {
 		c.s.ap.apply(&proposal{s: c.s, acct: a, kind: propConsumerCreate, cons: c})

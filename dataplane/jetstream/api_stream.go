@@ -62,6 +62,9 @@ func (a *jsAccount) streamConfigFromRequest(req apiRequest, name string, create 
 	if norm.Replicas > 1 {
 		return nil, api.NewReplicasNotSupportedError()
 	}
+	if _, err := compileTransforms(norm); err != nil {
+		return nil, err
+	}
 	if norm.Mirror != nil || len(norm.Sources) > 0 {
 		return nil, api.NewStreamInvalidConfigError(errors.New("mirrors and sources are not supported yet"))
 	}

@@ -196,6 +196,11 @@ func (c *consumer) position(st store.StreamState, startTimeSeq uint64) error {
 		c.mu.delivered = c.mu.sseq - 1
 		c.mu.ackS = c.mu.sseq - 1
 	}
+	if len(c.mu.lps) > 0 {
+		// Floors sit just below the first message owed, as on nats-server.
+		c.mu.delivered = c.mu.lps[0] - 1
+		c.mu.ackS = c.mu.lps[0] - 1
+	}
 	c.setSSeqLocked(c.mu.sseq)
 	return c.countPendingLocked()
 }
@@ -284,7 +289,7 @@ func (c *consumer) info() *api.ConsumerInfo {
 		AckFloor:       api.SequenceInfo{Consumer: c.mu.ackC, Stream: c.mu.ackS},
 		NumAckPending:  len(c.mu.pending),
 		NumRedelivered: c.mu.redeliver,
-		NumWaiting:     len(c.mu.waiting),
+		NumWaiting:     c.numWaitingLocked(),
 		NumPending:     c.numPending(),
 		TimeStamp:      now.UTC(),
 	}
@@ -303,6 +308,18 @@ func (c *consumer) info() *api.ConsumerInfo {
 		ci.Paused, ci.PauseRemaining = true, p.Sub(now)
 	}
 	return ci
+}
+
+// numWaitingLocked counts the pull requests whose requesters are still
+// there (nats-server drops the others before it reports).
+func (c *consumer) numWaitingLocked() int {
+	n := 0
+	for _, r := range c.mu.waiting {
+		if c.a.acc.HasInterest(r.reply) {
+			n++
+		}
+	}
+	return n
 }
 
 // encodeStateLocked renders the state for the store.

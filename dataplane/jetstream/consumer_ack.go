@@ -184,38 +184,43 @@ func (c *consumer) onFlowControl(subj, _, _, _ []byte) {
 
 // pull queues a pull request (CONSUMER.MSG.NEXT, or +NXT).
 func (c *consumer) pull(reply string, body []byte) {
-	req, err := api.ParsePullRequest(body)
-	if err != nil || req.Batch < 0 || req.Expires < 0 || req.MaxBytes < 0 {
-		c.a.acc.Publish(reply, "", []byte("NATS/1.0 400 Bad Request\r\n\r\n"), nil)
-		return
-	}
-	if req.Batch == 0 {
-		req.Batch = 1
-	}
+	// The checks run in nats-server's order, with its words.
 	cfg := c.config()
 	if cfg.DeliverSubject != "" {
 		c.a.acc.Publish(reply, "", []byte("NATS/1.0 409 Consumer is push based\r\n\r\n"), nil)
 		return
 	}
+	req, err := api.ParsePullRequest(body)
+	if err != nil {
+		c.a.acc.Publish(reply, "", []byte(api.StatusBadPullRequest(err).Line()+"\r\n\r\n"), nil)
+		return
+	}
+	if req.Batch <= 0 {
+		req.Batch = 1
+	}
 	if reject := pullLimits(cfg, &req); reject != "" {
 		c.a.acc.Publish(reply, "", []byte("NATS/1.0 409 "+reject+"\r\n\r\n"), nil)
 		return
 	}
-	if req.Heartbeat > 0 && req.Expires > 0 && req.Heartbeat > req.Expires/2 {
-		c.a.acc.Publish(reply, "", []byte("NATS/1.0 400 Bad Request - heartbeat value too large\r\n\r\n"), nil)
-		return
-	}
 	now := time.Now()
-	r := &pullRequest{reply: reply, batch: req.Batch, maxBytes: req.MaxBytes, noWait: req.NoWait,
+	r := &pullRequest{reply: reply, batch: req.Batch, maxBytes: max(req.MaxBytes, 0), noWait: req.NoWait,
 		heartbeat: req.Heartbeat, lastHB: now}
-	if req.Expires > 0 {
+	if req.Expires != 0 {
 		r.expires = now.Add(req.Expires)
 	}
 	c.mu.Lock()
 	c.mu.active = now
 	if max := cfg.MaxWaiting; max > 0 && len(c.mu.waiting) >= max {
+		// Requests whose requesters left do not count.
+		c.mu.waiting = slices.DeleteFunc(c.mu.waiting, func(w *pullRequest) bool { return !c.a.acc.HasInterest(w.reply) })
+	}
+	if max := cfg.MaxWaiting; max > 0 && len(c.mu.waiting) >= max {
 		c.mu.Unlock()
-		c.a.acc.Publish(reply, "", hdrMaxWaiting, nil)
+		// A request with heartbeats hears nothing: its client would
+		// only retry at once (nats-server does the same).
+		if r.heartbeat <= 0 {
+			c.a.acc.Publish(reply, "", hdrMaxWaiting, nil)
+		}
 		return
 	}
 	if r.noWait && r.expires.IsZero() && c.numPending() == 0 && len(c.mu.rdq) == 0 && !c.redeliverableLocked(now) {

@@ -115,6 +115,11 @@ func (c *consumer) targetLocked() (string, *pullRequest) {
 		}
 		return cfg.DeliverSubject, nil
 	}
+	// A request whose requester went away (nobody subscribes to its
+	// reply any more) is dropped, not fed: as on nats-server.
+	for len(c.mu.waiting) > 0 && !c.a.acc.HasInterest(c.mu.waiting[0].reply) {
+		c.dropWaitingLocked(0)
+	}
 	if len(c.mu.waiting) == 0 {
 		return "", nil
 	}
@@ -130,7 +135,10 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 		if target == "" {
 			return time.Time{}
 		}
-		if cfg.AckPolicy != api.AckNone && cfg.MaxAckPending > 0 && len(c.mu.pending) >= cfg.MaxAckPending {
+		// At max_ack_pending only redeliveries go out: they do not add
+		// to what is pending.
+		atMax := cfg.AckPolicy != api.AckNone && cfg.MaxAckPending > 0 && len(c.mu.pending) >= cfg.MaxAckPending
+		if atMax && len(c.mu.rdq) == 0 {
 			return time.Time{}
 		}
 		m, redelivery, ok := c.peekLocked()
@@ -138,7 +146,27 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 			c.endNoWaitLocked(out)
 			return time.Time{}
 		}
-		size := len(m.Subject) + len(m.Header) + len(m.Data)
+		if atMax && !redelivery {
+			return time.Time{}
+		}
+		dc := uint64(1)
+		if p := c.mu.pending[m.Seq]; p != nil {
+			dc = p.dc + 1
+		}
+		// num_pending in the ack subject counts this message as taken.
+		left := c.numPending()
+		if !redelivery && left > 0 {
+			left--
+		}
+		reply := c.ackSubject(dc, m.Seq, c.mu.dseq+1, m.Time, left)
+		hdr, data := m.Header, m.Data
+		if cfg.HeadersOnly {
+			hdr = addHeader(hdr, api.HeaderMsgSize, strconv.Itoa(len(m.Data)))
+			data = nil
+		}
+		// A delivery's size counts subject, ack reply, headers and data,
+		// as nats-server and nats.go count it against max_bytes.
+		size := len(m.Subject) + len(reply) + len(hdr) + len(data)
 		if at := c.paceLocked(now, m.Time, size); !at.IsZero() {
 			return at
 		}
@@ -152,13 +180,9 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 		c.takeLocked(m.Seq, redelivery)
 		c.mu.replayTs, c.mu.replayAt = m.Time, now
 		c.mu.rateBytes += size
-		dc := uint64(1)
 		c.mu.dseq++
-		if p := c.mu.pending[m.Seq]; p != nil {
-			dc = p.dc + 1
-			if p.dc == 1 {
-				c.mu.redeliver++
-			}
+		if dc == 2 {
+			c.mu.redeliver++
 		}
 		if cfg.AckPolicy == api.AckNone {
 			c.mu.ackC, c.mu.ackS = c.mu.dseq, max(c.mu.ackS, m.Seq)
@@ -169,16 +193,18 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 		c.mu.delivered = max(c.mu.delivered, m.Seq)
 		c.mu.lastDel = now
 		c.mu.dirty = true
-		hdr, data := m.Header, m.Data
-		if cfg.HeadersOnly {
-			hdr = addHeader(hdr, api.HeaderMsgSize, strconv.Itoa(len(m.Data)))
-			data = nil
-		}
-		*out = append(*out, outMsg{to: target, subject: m.Subject, reply: c.ackSubject(dc, m.Seq, c.mu.dseq, m.Time, c.numPending()), hdr: hdr, data: data})
+		*out = append(*out, outMsg{to: target, subject: m.Subject, reply: reply, hdr: hdr, data: data})
 		if req != nil {
 			req.n++
 			req.b += size
-			if req.n >= req.batch {
+			switch {
+			case req.n >= req.batch:
+				if req.maxBytes > 0 && req.b < req.maxBytes {
+					// Done by count with bytes to spare: nats-server says so.
+					*out = append(*out, outMsg{to: req.reply, hdr: statusWithPending("409 Batch Completed", 0, req.maxBytes-req.b)})
+				}
+				c.dropWaitingLocked(0)
+			case req.maxBytes > 0 && req.b >= req.maxBytes:
 				c.dropWaitingLocked(0)
 			}
 		} else if cfg.FlowControl {
@@ -297,7 +323,9 @@ func (c *consumer) dropWaitingLocked(i int) {
 func (c *consumer) endNoWaitLocked(out *[]outMsg) {
 	kept := c.mu.waiting[:0]
 	for _, r := range c.mu.waiting {
-		if r.noWait && r.expires.IsZero() {
+		// With an expiry, no_wait waits for a first message, then ends
+		// at the end of the stream like a plain no_wait.
+		if r.noWait && (r.expires.IsZero() || r.n > 0) {
 			*out = append(*out, outMsg{to: r.reply, hdr: hdrNoMessages})
 			continue
 		}
@@ -314,6 +342,9 @@ func (c *consumer) expireWaitingLocked(now time.Time, out *[]outMsg, consider fu
 		if !r.expires.IsZero() && !now.Before(r.expires) {
 			*out = append(*out, outMsg{to: r.reply, hdr: statusWithPending("408 Request Timeout", r.batch-r.n, max(r.maxBytes-r.b, 0))})
 			continue
+		}
+		if !c.a.acc.HasInterest(r.reply) {
+			continue // the requester went away
 		}
 		consider(r.expires)
 		kept = append(kept, r)
@@ -369,7 +400,7 @@ func (c *consumer) heartbeatsLocked(now time.Time, out *[]outMsg, consider func(
 	hbHdr := func() []byte {
 		h := appendHeaderBlock(nil, "100 Idle Heartbeat",
 			api.HeaderLastConsumer, strconv.FormatUint(c.mu.dseq, 10),
-			api.HeaderLastStream, strconv.FormatUint(c.mu.delivered, 10))
+			api.HeaderLastStream, strconv.FormatUint(max(c.mu.sseq, 1)-1, 10)) // the scan cursor, as nats-server reports it
 		if c.mu.fcPending != "" {
 			h = append(h[:len(h)-2], api.HeaderConsumerStalled+": "+c.mu.fcPending+"\r\n\r\n"...)
 		}

@@ -39,10 +39,13 @@ func (s *stream) capture(a *jsAccount) func(subject, reply, hdr, msg []byte) {
 // ackPublish answers a publish once its outcome is durable: a PubAck, or
 // the error, on the publisher's reply subject.
 func ackPublish(p *proposal, r result) {
+	s := p.s
+	if r.err == nil && !r.dup {
+		s.republish(p, r.seq)
+	}
 	if p.reply == "" {
 		return
 	}
-	s := p.s
 	s.mu.Lock()
 	cfg := s.mu.cfg
 	s.mu.Unlock()

@@ -24,6 +24,7 @@ type stream struct {
 	mu struct {
 		sync.Mutex
 		cfg   *api.StreamConfig // guarded by mu
+		tr    transforms        // cfg's compiled mappings; guarded by mu
 		state store.StreamState // guarded by mu
 		// Invariant: state.Msgs == 0 implies state.FirstSeq == state.LastSeq+1
 		// (or both zero for a stream that never held a message).
@@ -84,6 +85,7 @@ type subjectState struct {
 func newStream(e *Engine, ap *applier, id uint64, cfg *api.StreamConfig, created time.Time) *stream {
 	s := &stream{e: e, ap: ap, id: id, created: created}
 	s.mu.cfg = cfg
+	s.mu.tr, _ = compileTransforms(cfg)
 	s.mu.dedup = map[string]dedupRec{}
 	s.mu.cons = map[string]*consumer{}
 	return s

@@ -29,6 +29,7 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		s.mu.dirty = true
 	case propUpdate:
 		s.mu.cfg = p.cfg
+		s.mu.tr, _ = compileTransforms(p.cfg)
 		ap.batch.PutStream(s.recordLocked(p.acct.acc.Name()))
 		r.err = s.enforceLimitsLocked(ap)
 		s.mu.dirty = true
@@ -75,6 +76,11 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 	now := s.e.opts.Now().UnixNano()
 	if cfg.Sealed {
 		return result{err: api.NewStreamSealedError()}
+	}
+	if tr := s.mu.tr.input; tr != nil {
+		if mapped, ok := tr.Apply(p.subject); ok {
+			p.subject = mapped
+		}
 	}
 	if cfg.MaxMsgSize >= 0 && len(p.hdr)+len(p.data) > int(cfg.MaxMsgSize) && cfg.MaxMsgSize != 0 {
 		return result{err: api.NewMessageTooLargeError()}
