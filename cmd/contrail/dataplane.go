@@ -30,6 +30,7 @@ type dataplaneFlags struct {
 	natsAddr, monitorAddr, dataDir, configFile string
 	tlsCert, tlsKey                            string
 	logLevel                                   string
+	pprofAddr                                  string
 	set                                        map[string]bool
 }
 
@@ -44,6 +45,7 @@ func parseDataplaneFlags(args []string, stderr io.Writer) (*dataplaneFlags, erro
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM); requires --tls-key")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	fs.StringVar(&f.pprofAddr, "pprof-addr", "", "serve Go profiling (net/http/pprof) on this address; off by default")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -141,6 +143,12 @@ func runDataplane(args []string, stdout, stderr io.Writer) int {
 	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
 		fmt.Fprintf(stderr, "contrail dataplane: data dir: %v\n", err)
 		return 1
+	}
+	if f.pprofAddr != "" {
+		if err := servePprof(f.pprofAddr, log); err != nil {
+			fmt.Fprintf(stderr, "contrail dataplane: --pprof-addr: %v\n", err)
+			return 1
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -248,7 +256,8 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 	js.engine, err = jetstream.New(jetstream.Options{
 		Store: file, Memory: js.mem, SyncInterval: sync, StoreDir: dir,
 		MaxFileStore: maxStore, MaxMemoryStore: maxMem,
-		Domain: jsOpts.Domain, ServerVersion: server.Version, Log: log.With("component", "jetstream"),
+		Domain: jsOpts.Domain, ServerVersion: server.Version, ServerName: srv.Name(),
+		Log: log.With("component", "jetstream"),
 	})
 	if err != nil {
 		js.close()

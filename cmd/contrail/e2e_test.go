@@ -15,6 +15,24 @@ package main
 //   e2e_tls_test.go       TLS by flag and by config, mTLS, TLS first
 //   e2e_cli_test.go       the contrail command line and the nats CLI
 //   e2e_monitor_test.go   /healthz /varz /connz /subsz
+//
+// JetStream streams (e2e_js_*):
+//   e2e_js_helpers_test.go   JetStream targets, raw API requests, reply
+//                            masking and diffing, restarts
+//   e2e_js_compare_test.go   the same API sessions against nats-server,
+//                            reply by reply, memory and file storage
+//   e2e_js_stream_test.go    account info, CRUD, lists and names (paged),
+//                            info details, get/delete, direct get, purge
+//   e2e_js_publish_test.go   PubAcks, dedup (across restarts),
+//                            Nats-Expected-* headers
+//   e2e_js_limits_test.go    limits and discard, max_age and Nats-TTL
+//                            expiry, sealed/deny_*, rollups, no_ack
+//   e2e_js_recovery_test.go  restart recovery after SIGTERM and kill -9;
+//                            kill -9 with thousands of async publishes in
+//                            flight
+//   e2e_js_legacy_test.go    the legacy nc.JetStream() context
+//   e2e_js_cli_test.go       nats stream/pub/account commands, output
+//                            compared with nats-server's
 
 import (
 	"fmt"

@@ -90,12 +90,13 @@ var apiRoutes = map[string]apiHandler{
 
 // serve routes one request and sends its reply.
 func (a *jsAccount) serve(req apiRequest) {
-	a.apiTotal.Add(1)
 	op := strings.TrimPrefix(req.subject, "$JS.API.")
 	if d := a.e.opts.Domain; d != "" {
 		op = strings.TrimPrefix(op, "$JS."+d+".API.")
 	}
 	if strings.HasPrefix(op, "DIRECT.GET.") {
+		// Direct gets are answered by the stream, not the API: nats-server
+		// leaves them out of the account's API stats.
 		a.directGet(req, strings.TrimPrefix(op, "DIRECT.GET."))
 		return
 	}
@@ -119,17 +120,28 @@ func (a *jsAccount) serve(req apiRequest) {
 		}
 		route = route[:i]
 	}
-	a.apiErrors.Add(1)
 	a.reply(req.reply, &api.Response{Type: api.TypeSystemResponse, Error: api.NewBadRequestError()})
 }
 
-// reply marshals resp to the requester, counting errors.
+// reply marshals resp to the requester and counts it in the API stats
+// (api stats: counted when answered, as nats-server counts them, so an
+// account info reply does not count itself).
 func (a *jsAccount) reply(to string, resp any) {
+	counted, failed := true, false
+	if e, ok := resp.(interface{ ToError() error }); ok {
+		failed = e.ToError() != nil
+	}
+	if st, ok := resp.(statsAs); ok {
+		resp, counted, failed = st.resp, st.counted, st.failed
+	}
+	if counted {
+		a.apiTotal.Add(1)
+		if failed {
+			a.apiErrors.Add(1)
+		}
+	}
 	if to == "" {
 		return
-	}
-	if e, ok := resp.(interface{ ToError() error }); ok && e.ToError() != nil {
-		a.apiErrors.Add(1)
 	}
 	b, err := json.Marshal(resp)
 	if err != nil {
@@ -137,6 +149,14 @@ func (a *jsAccount) reply(to string, resp any) {
 		return
 	}
 	a.acc.Publish(to, "", nil, b)
+}
+
+// statsAs is a reply the API stats count as nats-server counts it rather
+// than by what it carries: a found STREAM.MSG.GET not at all, the store's
+// refusals of STREAM.MSG.DELETE as successes.
+type statsAs struct {
+	resp            any
+	counted, failed bool
 }
 
 // decode reads an optional JSON body into v; an empty body leaves v as is.

@@ -173,7 +173,20 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 	if err := a.startConsumer(c); err != nil {
 		return consumerErr(typ, api.NewConsumerCreateError(err))
 	}
+	a.consumerAdvisory("CREATED", c, map[string]any{"type": "io.nats.jetstream.advisory.v1.consumer_action", "action": "create"})
 	return &api.ConsumerInfoResponse{Response: api.Response{Type: typ}, ConsumerInfo: c.info()}
+}
+
+// consumerAdvisory publishes $JS.EVENT.ADVISORY.CONSUMER.<kind>.<stream>.<consumer>
+// with the members every consumer advisory has, plus adv's.
+func (a *jsAccount) consumerAdvisory(kind string, c *consumer, adv map[string]any) {
+	adv["id"] = randomName() + randomName()
+	adv["timestamp"] = time.Now().UTC()
+	adv["stream"], adv["consumer"] = c.stream, c.name
+	if d := a.e.opts.Domain; d != "" {
+		adv["domain"] = d
+	}
+	a.advise("$JS.EVENT.ADVISORY.CONSUMER."+kind+"."+c.stream+"."+c.name, adv)
 }
 
 // update applies an accepted config change.
@@ -245,10 +258,19 @@ func (a *jsAccount) deleteConsumer(c *consumer, reason string) bool {
 	if s.mu.cons[c.name] == c {
 		delete(s.mu.cons, c.name)
 	}
+	interest := s.mu.cfg.Retention == api.InterestPolicy
 	s.mu.Unlock()
 	if durable {
 		s.ap.submit(&proposal{s: s, acct: a, kind: propConsumerDelete, cons: c, done: func(*proposal, result) {}})
 	}
+	if interest {
+		// What only this consumer still needed is no longer kept.
+		c.mu.Lock()
+		from := c.mu.ackS + 1
+		c.mu.Unlock()
+		s.ap.submit(&proposal{s: s, acct: a, kind: propInterestCheck, seq: from, done: func(*proposal, result) {}})
+	}
+	a.consumerAdvisory("DELETED", c, map[string]any{"type": "io.nats.jetstream.advisory.v1.consumer_action", "action": "delete"})
 	a.e.log.Debug("consumer deleted", "stream", c.stream, "consumer", c.name, "reason", reason)
 	return true
 }
@@ -378,7 +400,15 @@ func (a *jsAccount) consumerPause(req apiRequest, rest string) any {
 		cfg.PauseUntil = nil
 	}
 	cfg.StampRequiredLevel()
+	old := c.config().PauseUntil
 	c.update(cfg)
+	if (old == nil) != (cfg.PauseUntil == nil) || (old != nil && !old.Equal(*cfg.PauseUntil)) {
+		adv := map[string]any{"type": "io.nats.jetstream.advisory.v1.consumer_pause", "paused": cfg.PauseUntil != nil}
+		if cfg.PauseUntil != nil {
+			adv["pause_until"] = *cfg.PauseUntil
+		}
+		a.consumerAdvisory("PAUSE", c, adv)
+	}
 	if cfg.IsDurable() {
 		c.s.ap.apply(&proposal{s: c.s, acct: a, kind: propConsumerCreate, cons: c})
 	}

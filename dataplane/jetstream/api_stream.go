@@ -346,7 +346,7 @@ func (a *jsAccount) msgDelete(req apiRequest, name string) any {
 	}
 	r := s.ap.apply(&proposal{s: s, acct: a, kind: propDelete, seq: dreq.Seq, erase: !dreq.NoErase})
 	if r.err != nil {
-		return streamErr(typ, api.Prefer(r.err, api.NewStreamMsgDeleteFailedError(r.err)))
+		return statsAs{resp: streamErr(typ, api.Prefer(r.err, api.NewStreamMsgDeleteFailedError(r.err))), counted: true}
 	}
 	return &api.SuccessResponse{Response: api.Response{Type: typ}, Success: true}
 }
@@ -375,7 +375,7 @@ func (a *jsAccount) msgGet(req apiRequest, name string) any {
 	if greq.NoHeaders {
 		sm.Header = nil
 	}
-	return &api.MsgGetResponse{Response: api.Response{Type: typ}, Message: sm}
+	return statsAs{resp: &api.MsgGetResponse{Response: api.Response{Type: typ}, Message: sm}}
 }
 
 // validGet reports whether a get request names exactly one way to find

@@ -25,6 +25,7 @@ const (
 	propConsumerCreate
 	propConsumerState
 	propConsumerDelete
+	propInterestCheck
 )
 
 // proposal is one change to one stream, on its way through the apply path.
@@ -36,7 +37,7 @@ type proposal struct {
 	// propMsg
 	subject, reply string
 	hdr, data      []byte
-	// propDelete
+	// propDelete; propInterestCheck: where to start
 	seq   uint64
 	erase bool
 	// propPurge

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -56,7 +57,10 @@ type consumer struct {
 		aheadTo    uint64                 // the scans behind ahead covered everything below this
 		rdq        []uint64               // stream seqs to deliver again, oldest first
 		lps        []uint64               // last-per-subject seqs still to deliver first
-		redeliver  int                    // messages delivered more than once (num_redelivered)
+		// maxed are stream seqs that reached max_deliver: like pending
+		// redeliveries they count in num_redelivered, until they leave
+		// the stream (nats-server's rule).
+		maxed      []uint64
 		waiting    []*pullRequest
 		lastDel    time.Time // last delivery (for delivered.last_active)
 		lastAck    time.Time
@@ -111,7 +115,7 @@ type consumerState struct {
 	AckC      uint64      `json:"ack_c"`
 	AckS      uint64      `json:"ack_s"`
 	Pending   [][4]uint64 `json:"pending,omitempty"` // sseq, cseq, ts, dc
-	Redeliver int         `json:"redelivered,omitempty"`
+	Maxed     []uint64    `json:"maxed,omitempty"`
 	LPS       []uint64    `json:"lps,omitempty"`
 }
 
@@ -277,6 +281,7 @@ func (c *consumer) numPending() uint64 { return uint64(max(c.npend.Load(), 0)) }
 
 // info snapshots the consumer for API replies.
 func (c *consumer) info() *api.ConsumerInfo {
+	first := c.s.snapshotState().FirstSeq // before c.mu: lock order
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
@@ -288,7 +293,7 @@ func (c *consumer) info() *api.ConsumerInfo {
 		Delivered:      api.SequenceInfo{Consumer: c.mu.dseq, Stream: c.mu.delivered},
 		AckFloor:       api.SequenceInfo{Consumer: c.mu.ackC, Stream: c.mu.ackS},
 		NumAckPending:  len(c.mu.pending),
-		NumRedelivered: c.mu.redeliver,
+		NumRedelivered: c.numRedeliveredLocked(first),
 		NumWaiting:     c.numWaitingLocked(),
 		NumPending:     c.numPending(),
 		TimeStamp:      now.UTC(),
@@ -322,10 +327,24 @@ func (c *consumer) numWaitingLocked() int {
 	return n
 }
 
+// numRedeliveredLocked is num_redelivered as nats-server counts it:
+// outstanding deliveries made more than once, and messages still in the
+// stream (first is its first sequence) that reached max_deliver.
+func (c *consumer) numRedeliveredLocked(first uint64) int {
+	c.mu.maxed = slices.DeleteFunc(c.mu.maxed, func(seq uint64) bool { return seq < first })
+	n := len(c.mu.maxed)
+	for _, p := range c.mu.pending {
+		if p.dc > 1 {
+			n++
+		}
+	}
+	return n
+}
+
 // encodeStateLocked renders the state for the store.
 func (c *consumer) encodeStateLocked() []byte {
 	st := consumerState{DSeq: c.mu.dseq, SSeq: c.mu.sseq, Delivered: c.mu.delivered,
-		AckC: c.mu.ackC, AckS: c.mu.ackS, Redeliver: c.mu.redeliver, LPS: c.mu.lps}
+		AckC: c.mu.ackC, AckS: c.mu.ackS, Maxed: c.mu.maxed, LPS: c.mu.lps}
 	for seq, p := range c.mu.pending {
 		st.Pending = append(st.Pending, [4]uint64{seq, p.cseq, uint64(p.ts), p.dc})
 	}
@@ -345,7 +364,7 @@ func (c *consumer) restoreState(b []byte) error {
 	defer c.mu.Unlock()
 	c.mu.dseq, c.mu.delivered = st.DSeq, st.Delivered
 	c.setSSeqLocked(st.SSeq)
-	c.mu.ackC, c.mu.ackS, c.mu.redeliver, c.mu.lps = st.AckC, st.AckS, st.Redeliver, st.LPS
+	c.mu.ackC, c.mu.ackS, c.mu.maxed, c.mu.lps = st.AckC, st.AckS, st.Maxed, st.LPS
 	for _, p := range st.Pending {
 		pm := &pendingMsg{cseq: p[1], ts: int64(p[2]), dc: p[3]}
 		pm.due = pm.ts + int64(c.ackWaitLocked(pm.dc))

@@ -41,7 +41,8 @@ func (c *consumer) onAck(subj, reply, _, msg []byte) {
 	case "+WPI":
 		c.progress(sseq)
 	case "+TERM":
-		c.term(sseq)
+		// Terminated is done with, as far as retention goes.
+		removable = c.term(sseq)
 		c.msgAdvisory("MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated", toks, string(arg))
 	case "+NXT":
 		removable = c.ack(sseq)
@@ -52,13 +53,32 @@ func (c *consumer) onAck(subj, reply, _, msg []byte) {
 	default:
 		return
 	}
-	if len(removable) > 0 {
-		c.s.acked(c.a, removable)
-		c.sampleAck(toks)
-	}
+	// A double ack: the client waits to hear the ack was processed.
+	var answer func()
 	if len(reply) > 0 {
-		// Double ack: the client waits to hear the ack was processed.
-		c.a.acc.Publish(string(reply), "", nil, nil)
+		to := string(reply)
+		answer = func() { c.a.acc.Publish(to, "", nil, nil) }
+	}
+	durable := c.config().IsDurable()
+	if len(removable) > 0 {
+		var then func()
+		if !durable {
+			then = answer
+		}
+		c.s.acked(c.a, removable, then)
+		if string(verb) != "+TERM" {
+			c.sampleAck(toks)
+		}
+	}
+	switch {
+	case answer == nil:
+	case durable:
+		// Answered once the state holding the ack is durable (and after
+		// the retention it caused): an acknowledged double ack survives
+		// a crash.
+		c.persistThen(answer)
+	case len(removable) == 0:
+		answer()
 	}
 	c.wake()
 }
@@ -161,15 +181,18 @@ func (c *consumer) progress(sseq uint64) {
 }
 
 // term stops redelivery of a message without processing it (+TERM).
-func (c *consumer) term(sseq uint64) {
+// It returns the sequence if it was pending, for retention.
+func (c *consumer) term(sseq uint64) []uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.mu.pending[sseq]; ok {
-		c.delPendingLocked(sseq)
-		c.dropFromRdqLocked([]uint64{sseq})
-		c.mu.dirty = true
-		c.advanceAckFloorLocked()
+	if _, ok := c.mu.pending[sseq]; !ok {
+		return nil
 	}
+	c.delPendingLocked(sseq)
+	c.dropFromRdqLocked([]uint64{sseq})
+	c.mu.dirty = true
+	c.advanceAckFloorLocked()
+	return []uint64{sseq}
 }
 
 // onFlowControl handles a push client's answer to a flow control request.

@@ -80,6 +80,9 @@ func (c *consumer) deliver() time.Time {
 		consider(*cfg.PauseUntil)
 	} else {
 		consider(c.deliverLocked(now, &out))
+		if c.awaitingInterestLocked() {
+			consider(now.Add(interestPoll))
+		}
 	}
 	c.heartbeatsLocked(now, &out, consider)
 	remove := c.inactiveLocked(now, consider)
@@ -103,6 +106,24 @@ func (c *consumer) deliver() time.Time {
 		go c.a.deleteConsumer(c, "inactive")
 	}
 	return next
+}
+
+// interestPoll is how often a push consumer with messages to deliver but
+// nobody subscribed to its deliver subject looks again: the server does
+// not tell JetStream when a subscription appears.
+const interestPoll = 50 * time.Millisecond
+
+// awaitingInterestLocked reports whether a push consumer has work but no
+// subscriber to hand it to.
+func (c *consumer) awaitingInterestLocked() bool {
+	cfg := c.mu.cfg
+	if cfg.DeliverSubject == "" || c.mu.fcPending != "" {
+		return false
+	}
+	if c.numPending() == 0 && len(c.mu.rdq) == 0 && len(c.mu.lps) == 0 {
+		return false
+	}
+	return !c.a.acc.HasInterest(cfg.DeliverSubject)
 }
 
 // target is where the next message goes: the deliver subject of a push
@@ -181,9 +202,6 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 		c.mu.replayTs, c.mu.replayAt = m.Time, now
 		c.mu.rateBytes += size
 		c.mu.dseq++
-		if dc == 2 {
-			c.mu.redeliver++
-		}
 		if cfg.AckPolicy == api.AckNone {
 			c.mu.ackC, c.mu.ackS = c.mu.dseq, max(c.mu.ackS, m.Seq)
 		} else {
@@ -381,6 +399,7 @@ func (c *consumer) checkPendingLocked(now time.Time, consider func(time.Time)) {
 		}
 		if md := c.mu.cfg.MaxDeliver; md > 0 && p.dc >= uint64(md) {
 			c.delPendingLocked(seq)
+			c.mu.maxed = append(c.mu.maxed, seq)
 			c.mu.dirty = true
 			c.maxDeliveriesAdvisory(seq, p.dc)
 			continue
@@ -465,6 +484,14 @@ func (c *consumer) maxDeliveriesAdvisory(seq, dc uint64) {
 // persist writes the consumer's state through the apply path.
 func (c *consumer) persist() {
 	c.s.ap.submit(&proposal{s: c.s, acct: c.a, kind: propConsumerState, cons: c, done: func(*proposal, result) {}})
+}
+
+// persistThen writes the consumer's state and runs then once it is
+// durable (or could not be written).
+func (c *consumer) persistThen(then func()) {
+	if !c.s.ap.submit(&proposal{s: c.s, acct: c.a, kind: propConsumerState, cons: c, done: func(*proposal, result) { then() }}) {
+		then()
+	}
 }
 
 var errConsumerGone = errors.New("consumer deleted")

@@ -151,6 +151,9 @@ func (e *Engine) recover(ap *applier) error {
 		if err := s.loadLastMsgID(); err != nil {
 			return err
 		}
+		if err := s.loadNextTTL(); err != nil {
+			return err
+		}
 		e.mu.Lock()
 		e.mu.byID[info.ID] = s
 		e.mu.nextID = max(e.mu.nextID, info.ID)

@@ -166,6 +166,12 @@ func (s *stream) expireTTLLocked(now int64, ap *applier) error {
 	}); err != nil {
 		return api.NewStreamStoreFailedError(err)
 	}
+	markers := s.mu.cfg.SubjectDeleteMarkerTTL
+	if markers > 0 && len(list) > 0 {
+		if _, err := s.subjectsLocked(ap); err != nil {
+			return err
+		}
+	}
 	for _, d := range list {
 		ap.batch.DeleteTTL(s.id, d.expires, d.seq)
 		if d.seq < s.mu.state.FirstSeq || s.mu.state.Msgs == 0 {
@@ -180,6 +186,13 @@ func (s *stream) expireTTLLocked(now int64, ap *applier) error {
 		}
 		if err := s.removeLocked(m.Seq, m.Subject, msgSize(m.Subject, m.Header, m.Data), ap); err != nil {
 			return err
+		}
+		// A subject's last message expiring by its TTL leaves a delete
+		// marker too (not a marker expiring), as on nats-server.
+		if markers > 0 && s.mu.subjects[m.Subject] == nil && len(headerValue(m.Header, api.HeaderMarkerReason)) == 0 {
+			if err := s.storeMarkerLocked(m.Subject, markers, ap); err != nil {
+				return err
+			}
 		}
 	}
 	if err := ap.visible(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -138,6 +139,21 @@ func (s *stream) loadLastMsgID() error {
 		return fmt.Errorf("jetstream: stream %q last message: %w", s.mu.cfg.Name, err)
 	}
 	s.mu.lastMsgID = string(headerValue(m.Header, api.HeaderMsgID))
+	return nil
+}
+
+// loadNextTTL restores, at start-up, when the earliest Nats-TTL is due,
+// so the expiry timer armed when the stream attaches covers messages
+// stored before the restart.
+func (s *stream) loadNextTTL() error {
+	stop := errors.New("stop")
+	err := s.ap.st.Expiring(s.id, math.MaxInt64, func(_ uint64, expires int64) error {
+		s.mu.nextTTL = expires
+		return stop
+	})
+	if err != nil && !errors.Is(err, stop) {
+		return fmt.Errorf("jetstream: stream %q TTL index: %w", s.mu.cfg.Name, err)
+	}
 	return nil
 }
 
@@ -279,11 +295,22 @@ func (s *stream) wakeConsumers() {
 }
 
 // acked hands sequences a consumer acknowledged to the apply path, which
-// removes them if the stream's retention says they are done.
-func (s *stream) acked(a *jsAccount, seqs []uint64) {
+// removes them if the stream's retention says they are done; then, if
+// set, runs once that is applied (a double ack's reply: the client then
+// sees the message gone, as on nats-server).
+func (s *stream) acked(a *jsAccount, seqs []uint64, then func()) {
 	cfg := s.config()
 	if cfg.Retention == api.LimitsPolicy {
+		if then != nil {
+			then()
+		}
 		return
 	}
-	s.ap.submit(&proposal{s: s, acct: a, kind: propAcked, seqs: seqs, done: func(*proposal, result) {}})
+	done := func(*proposal, result) {}
+	if then != nil {
+		done = func(*proposal, result) { then() }
+	}
+	if !s.ap.submit(&proposal{s: s, acct: a, kind: propAcked, seqs: seqs, done: done}) && then != nil {
+		then()
+	}
 }

@@ -61,6 +61,8 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		}
 	case propConsumerDelete:
 		ap.batch.DeleteConsumer(s.id, p.cons.name)
+	case propInterestCheck:
+		r.err = s.dropUninterestedLocked(p.seq, ap)
 	}
 	if s.mu.dirty {
 		ap.markDirty(s)
@@ -266,12 +268,16 @@ func (s *stream) checkDiscardNewLocked(subj string, size uint64, ap *applier) er
 // and max_msgs_per_subject.
 func (s *stream) enforceLimitsLocked(ap *applier) error {
 	cfg, st := s.mu.cfg, &s.mu.state
-	for cfg.MaxMsgs > 0 && st.Msgs > uint64(cfg.MaxMsgs) {
+	// Only discard old evicts for max_msgs and max_bytes: a discard new
+	// stream refuses writes instead, and keeps what it holds when an
+	// update lowers a limit below it, as nats-server's stores do.
+	old := cfg.Discard == api.DiscardOld
+	for old && cfg.MaxMsgs > 0 && st.Msgs > uint64(cfg.MaxMsgs) {
 		if err := s.removeFirstLocked(ap); err != nil {
 			return err
 		}
 	}
-	for cfg.MaxBytes > 0 && st.Bytes > uint64(cfg.MaxBytes) && st.Msgs > 0 {
+	for old && cfg.MaxBytes > 0 && st.Bytes > uint64(cfg.MaxBytes) && st.Msgs > 0 {
 		if err := s.removeFirstLocked(ap); err != nil {
 			return err
 		}
@@ -432,6 +438,9 @@ func (s *stream) lastForSubjectLocked(subj string, ap *applier) (uint64, error) 
 	return 0, nil
 }
 
+// errStoreEOF is nats-server's file store error for a sequence past the end.
+var errStoreEOF = errors.New("stream store EOF")
+
 // deleteMsgLocked applies STREAM.MSG.DELETE.
 func (s *stream) deleteMsgLocked(seq uint64, ap *applier) result {
 	cfg, st := s.mu.cfg, &s.mu.state
@@ -441,8 +450,18 @@ func (s *stream) deleteMsgLocked(seq uint64, ap *applier) result {
 	if cfg.DenyDelete {
 		return result{err: api.NewStreamMsgDeleteFailedError(api.ErrCauseMsgDeleteNotPermitted)}
 	}
-	// Whatever the reason there is no such message (never stored, gone,
-	// out of range, 0), nats-server says "sequence N not found" (10043).
+	// No such message: nats-server's memory store says "sequence N not
+	// found" (10043) whatever the reason; its file store, the default,
+	// says so only inside the stream's range, and otherwise reports the
+	// store's own error (10057). Both are matched, by storage type.
+	if cfg.Storage == api.FileStorage {
+		switch {
+		case seq > st.LastSeq:
+			return result{err: api.NewStreamMsgDeleteFailedError(errStoreEOF)}
+		case seq == 0 || seq < st.FirstSeq:
+			return result{err: api.NewStreamMsgDeleteFailedError(api.ErrCauseNoMessage)}
+		}
+	}
 	if st.Msgs == 0 || seq < st.FirstSeq || seq > st.LastSeq {
 		return result{err: api.NewSequenceNotFoundError(seq)}
 	}
@@ -580,6 +599,47 @@ func (s *stream) removeAckedLocked(seqs []uint64, ap *applier) error {
 			}
 		}
 		if err := s.removeMsgLocked(&m, ap); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropUninterestedLocked applies interest retention after a consumer went
+// away: from seq on, every message no remaining consumer needs is
+// removed, and with no consumer left every message is (as nats-server
+// does).
+func (s *stream) dropUninterestedLocked(from uint64, ap *applier) error {
+	st := &s.mu.state
+	if s.mu.cfg.Retention != api.InterestPolicy || st.Msgs == 0 {
+		return nil
+	}
+	if len(s.mu.cons) == 0 {
+		return s.purgeLocked(api.StreamPurgeRequest{}, 0, ap).err
+	}
+	if err := ap.visible(); err != nil {
+		return err
+	}
+	type victim struct {
+		seq  uint64
+		subj string
+		size uint64
+	}
+	var victims []victim
+	err := ap.st.ScanMsgs(s.id, max(from, st.FirstSeq), st.LastSeq+1, func(m *store.Message) error {
+		for _, c := range s.mu.cons {
+			if !c.doneWith(m.Seq, m.Subject) {
+				return nil
+			}
+		}
+		victims = append(victims, victim{m.Seq, strings.Clone(m.Subject), msgSize(m.Subject, m.Header, m.Data)})
+		return nil
+	})
+	if err != nil {
+		return api.NewStreamStoreFailedError(err)
+	}
+	for _, v := range victims {
+		if err := s.removeLocked(v.seq, v.subj, v.size, ap); err != nil {
 			return err
 		}
 	}
