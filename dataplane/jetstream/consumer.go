@@ -420,17 +420,66 @@ func (c *consumer) isDeleted() bool {
 	return c.mu.deleted
 }
 
-// purged moves the consumer past a purge that emptied the stream.
-func (c *consumer) purged(next uint64) {
+// purged moves the consumer past a purge, as nats-server moves its
+// consumers: next is the first sequence still worth looking at (below it
+// the purge left nothing this consumer sees). What it had outstanding
+// below next is forgotten, its floors rise to just below next, and with
+// nothing outstanding its ack floor meets what it delivered. all says
+// the stream was emptied.
+func (c *consumer) purged(next uint64, all bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.mu.lps = nil
 	c.mu.ahead, c.mu.aheadTo = nil, 0
+	if all {
+		c.mu.lps = nil
+		c.npend.Store(0)
+	} else {
+		c.mu.lps = slices.DeleteFunc(c.mu.lps, func(seq uint64) bool {
+			if seq < next {
+				c.npend.Add(-1)
+				return true
+			}
+			return false
+		})
+	}
 	if c.mu.sseq < next {
 		c.setSSeqLocked(next)
 	}
-	c.npend.Store(0)
+	var gone []uint64
+	for len(c.mu.order) > 0 && c.mu.order[0] < next {
+		gone = append(gone, c.mu.order[0])
+		c.delPendingLocked(c.mu.order[0])
+	}
+	c.dropFromRdqLocked(gone)
+	if next > 0 {
+		c.mu.delivered = max(c.mu.delivered, next-1)
+		c.mu.ackS = max(c.mu.ackS, next-1)
+	}
+	c.advanceAckFloorLocked()
 	c.mu.dirty = true
+}
+
+// msgRemoved forgets a delivery whose message left the stream (a delete,
+// a limit, a purge) before it was acknowledged: it is terminated, with
+// nats-server's advisory. Called with the stream's lock held.
+func (c *consumer) msgRemoved(seq uint64) {
+	c.mu.Lock()
+	p := c.mu.pending[seq]
+	if p == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.delPendingLocked(seq)
+	c.dropFromRdqLocked([]uint64{seq})
+	c.mu.dirty = true
+	c.advanceAckFloorLocked()
+	c.mu.Unlock()
+	c.wake()
+	if a := c.a; a != nil {
+		adv := map[string]any{"type": "io.nats.jetstream.advisory.v1.terminated",
+			"consumer_seq": p.cseq, "stream_seq": seq, "deliveries": p.dc, "reason": "Unacknowledged message was deleted"}
+		go a.consumerAdvisory("MSG_TERMINATED", c, adv)
+	}
 }
 
 // stop ends the delivery loop without removing the consumer (shutdown).

@@ -346,6 +346,7 @@ func (s *stream) removeLocked(seq uint64, subj string, size uint64, ap *applier)
 		if seq >= c.sseqA.Load() && c.matches(subj) {
 			c.npend.Add(-1)
 		}
+		c.msgRemoved(seq)
 	}
 	st := &s.mu.state
 	size = min(st.Bytes, size)
@@ -503,7 +504,7 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 			s.mu.subjects = map[string]*subjectState{}
 		}
 		for _, c := range s.mu.cons {
-			c.purged(st.LastSeq + 1)
+			c.purged(st.LastSeq+1, true)
 		}
 		s.mu.dirty = true
 		return result{purged: n}
@@ -521,7 +522,7 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 			s.mu.subjects = map[string]*subjectState{}
 		}
 		for _, c := range s.mu.cons {
-			c.purged(st.LastSeq + 1)
+			c.purged(st.LastSeq+1, true)
 		}
 		s.mu.dirty = true
 		return result{purged: n}
@@ -535,7 +536,55 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 			return result{err: err}
 		}
 	}
+	if err := s.purgedConsumersLocked(req.Subject, ap); err != nil {
+		return result{err: err}
+	}
 	return result{purged: uint64(len(victims))}
+}
+
+// purgedConsumersLocked moves consumers past a partial purge, as
+// nats-server does: without a subject, or for a consumer seeing more than
+// the subject, to the stream's new first sequence; for one seeing only
+// within the subject, to the subject's first message left.
+func (s *stream) purgedConsumersLocked(subj string, ap *applier) error {
+	if err := ap.visible(); err != nil {
+		return err
+	}
+	st := &s.mu.state
+	first := st.FirstSeq
+	if st.Msgs == 0 {
+		first = st.LastSeq + 1
+	}
+	if subj == ">" {
+		subj = ""
+	}
+	var subjFirst uint64 // the subject's first message left; 0 until looked up
+	for _, c := range s.mu.cons {
+		next := first
+		if subj != "" {
+			filters := *c.filt.Load()
+			within := len(filters) > 0
+			sees := len(filters) == 0
+			for _, f := range filters {
+				within = within && subject.SubsetOf(f, subj)
+				sees = sees || subject.SubsetOf(subj, f)
+			}
+			switch {
+			case within:
+				if subjFirst == 0 {
+					subjFirst = st.LastSeq + 1
+					if m, err := ap.st.NextMsg(s.id, first, subj); err == nil {
+						subjFirst = m.Seq
+					}
+				}
+				next = subjFirst
+			case !sees:
+				continue
+			}
+		}
+		c.purged(next, false)
+	}
+	return nil
 }
 
 // purgeVictimsLocked lists the messages a filtered purge removes.

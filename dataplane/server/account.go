@@ -13,7 +13,14 @@ type Account struct {
 	srv  *Server
 	subs *subject.Index[*subscription]
 	rr   atomic.Uint32 // spreads queue-group deliveries
+	// internal counts the server's own subscriptions (JetStream API,
+	// stream captures, ack subjects), which monitoring leaves out of the
+	// client subscription counts.
+	internal atomic.Int64
 }
+
+// clientSubs is the number of client subscriptions in the account.
+func (a *Account) clientSubs() int { return a.subs.Count() - int(a.internal.Load()) }
 
 func newAccount(srv *Server, name string) *Account {
 	return &Account{name: name, srv: srv, subs: subject.NewIndex[*subscription]()}
@@ -52,7 +59,9 @@ func (sub *subscription) unsubscribe() {
 		sub.client.unsubscribe(sub)
 		return
 	}
-	sub.acc.subs.Remove(string(sub.subject), "", sub)
+	if sub.acc.subs.Remove(string(sub.subject), "", sub) {
+		sub.acc.internal.Add(-1)
+	}
 }
 
 // GlobalAccount is the account every client joins in open mode.

@@ -20,6 +20,7 @@ func (a *Account) SubscribeInternal(filter string, h MsgHandler) (unsubscribe fu
 	if err := a.subs.Insert(filter, "", sub); err != nil {
 		return nil, fmt.Errorf("internal subscription %q: %w", filter, err)
 	}
+	a.internal.Add(1)
 	return sub.unsubscribe, nil
 }
 

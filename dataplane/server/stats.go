@@ -26,7 +26,7 @@ func (s *Server) Stats() Stats {
 		Start:            s.start,
 		Connections:      s.NumClients(),
 		TotalConnections: s.stats.totalConns.Load(),
-		Subscriptions:    s.global.subs.Count(),
+		Subscriptions:    s.global.clientSubs(),
 		InMsgs:           s.stats.inMsgs.Load(),
 		OutMsgs:          s.stats.outMsgs.Load(),
 		InBytes:          s.stats.inBytes.Load(),
@@ -115,8 +115,13 @@ func (c *client) info() ConnInfo {
 	return ci
 }
 
-// SubStats snapshots the subject index counters of the global account.
-func (s *Server) SubStats() subject.Stats { return s.global.subs.Stats() }
+// SubStats snapshots the subject index counters of the global account,
+// counting client subscriptions only.
+func (s *Server) SubStats() subject.Stats {
+	st := s.global.subs.Stats()
+	st.Subscriptions = s.global.clientSubs()
+	return st
+}
 
 // Subs lists every subscription with its connection id.
 func (s *Server) Subs() []SubDetail {
