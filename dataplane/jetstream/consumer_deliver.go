@@ -2,7 +2,6 @@ package jetstream
 
 import (
 	"bytes"
-	"errors"
 	"strconv"
 	"time"
 
@@ -493,8 +492,6 @@ func (c *consumer) persistThen(then func()) {
 		then()
 	}
 }
-
-var errConsumerGone = errors.New("consumer deleted")
 
 // paceLocked returns when the next message (stored at ts, of size bytes)
 // may go out, or the zero time if now: replay_policy original keeps the
