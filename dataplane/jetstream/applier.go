@@ -60,16 +60,18 @@ type result struct {
 	err    error // *api.Error for refusals, anything else for I/O failure
 }
 
-// applier is the apply path of one store: a single goroutine that takes
-// every proposal submitted while the previous group was being made
-// durable, applies them in submission order (each under its stream's
-// lock, into one batch), commits the batch with one fsync, and only then
-// completes the proposals. So publishes share fsyncs, and an
-// acknowledgement never precedes durability.
+// applier is the apply path of one store. One goroutine (run) takes every
+// proposal submitted meanwhile and applies them in submission order, each
+// under its stream's lock, into one batch; a second goroutine (commitLoop)
+// commits each batch with one fsync and only then completes its
+// proposals. While one group is being synced the next one is applied, so
+// publishes share fsyncs and the disk is kept busy, and an acknowledgement
+// never precedes durability.
 //
 // Invariant: a proposal's done runs only after everything it wrote was
-// synced, or with an error; after a failed commit the applier refuses all
-// further work, because memory and disk may then disagree.
+// synced, or with an error; batches commit in the order they were applied;
+// after a failed commit the applier refuses all further work, because
+// memory and disk may then disagree.
 type applier struct {
 	e            *Engine
 	st           *store.Store
@@ -83,18 +85,36 @@ type applier struct {
 		sync.Mutex
 		queue   []*proposal // guarded by mu
 		closing bool        // guarded by mu
+		// inflight counts batches handed to commitLoop and not yet
+		// committed; idle is signalled when it drops to zero.
+		inflight int        // guarded by mu
+		fail     error      // the first commit failure; guarded by mu
+		idle     *sync.Cond // on mu
 	}
 	work  chan struct{} // capacity 1: the queue became non-empty
-	batch *store.Batch  // applier goroutine only
-	dirty bool          // the group committed unsynced writes; applier goroutine only
-	fail  error         // set once a commit failed; applier goroutine only
+	jobs  chan *commitJob
+	batch *store.Batch // the group being applied; run goroutine only
+	// wroteVisible records that visible() committed part of the current
+	// group without fsync; run goroutine only.
+	wroteVisible bool
 	// states lists streams whose state summary changed in this group; the
 	// summary is written once per group, not once per message.
-	states []*stream // applier goroutine only
+	states []*stream // run goroutine only
 	// committed pairs each of those streams with its last sequence, to
 	// publish as durable once the group commits.
-	committed []streamSeq // applier goroutine only
+	committed []streamSeq // run goroutine only
 	done      chan struct{}
+}
+
+// commitJob is one applied group on its way to stable storage.
+type commitJob struct {
+	batch     *store.Batch
+	group     []*proposal
+	results   []result
+	committed []streamSeq
+	// needSync: visible() wrote part of the group without fsync, so the
+	// group must sync even if its batch is empty.
+	needSync bool
 }
 
 // markDirty queues s's state summary for the group's commit. Called with
@@ -122,7 +142,17 @@ func (ap *applier) writeStates() {
 }
 
 func newApplier(e *Engine, st *store.Store, syncInterval time.Duration, max int64) *applier {
-	return &applier{e: e, st: st, syncInterval: syncInterval, max: max, work: make(chan struct{}, 1), done: make(chan struct{})}
+	ap := &applier{e: e, st: st, syncInterval: syncInterval, max: max,
+		work: make(chan struct{}, 1), jobs: make(chan *commitJob), done: make(chan struct{})}
+	ap.mu.idle = sync.NewCond(&ap.mu.Mutex)
+	return ap
+}
+
+// failed is the commit failure that stopped the applier, or nil.
+func (ap *applier) failed() error {
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	return ap.mu.fail
 }
 
 // full reports whether the store's streams already hold the server's limit.
@@ -169,46 +199,49 @@ func (ap *applier) close() {
 }
 
 func (ap *applier) run() {
+	committed := make(chan struct{})
+	go func() {
+		defer close(committed)
+		ap.commitLoop()
+	}()
 	defer close(ap.done)
 	ap.batch = ap.st.NewBatch()
-	defer ap.batch.Close()
-	var group []*proposal
-	var results []result
-	var lastSync time.Time
 	for {
 		ap.mu.Lock()
-		group, ap.mu.queue = ap.mu.queue, group[:0]
+		group := ap.mu.queue
+		ap.mu.queue = nil
 		closing := ap.mu.closing
 		ap.mu.Unlock()
 		if len(group) == 0 {
 			if closing {
-				if ap.dirty {
-					ap.st.Sync()
-				}
+				ap.batch.Close()
+				close(ap.jobs)
+				<-committed
 				return
 			}
 			<-ap.work
 			continue
 		}
-		results = results[:0]
+		job := &commitJob{group: group, results: make([]result, 0, len(group))}
 		for _, p := range group {
-			results = append(results, ap.applyOne(p))
+			job.results = append(job.results, ap.applyOne(p))
 		}
-		err := ap.commitGroup(&lastSync)
-		for i, p := range group {
-			r := results[i]
-			if err != nil && r.err == nil {
-				r = result{err: err}
-			}
-			p.done(p, r)
-			group[i] = nil
-		}
+		ap.writeStates()
+		job.batch, job.needSync = ap.batch, ap.wroteVisible
+		job.committed = append([]streamSeq(nil), ap.committed...)
+		clear(ap.committed)
+		ap.committed = ap.committed[:0]
+		ap.batch, ap.wroteVisible = ap.st.NewBatch(), false
+		ap.mu.Lock()
+		ap.mu.inflight++
+		ap.mu.Unlock()
+		ap.jobs <- job
 	}
 }
 
 func (ap *applier) applyOne(p *proposal) result {
-	if ap.fail != nil {
-		return result{err: api.NewStreamStoreFailedError(ap.fail)}
+	if err := ap.failed(); err != nil {
+		return result{err: api.NewStreamStoreFailedError(err)}
 	}
 	s := p.s
 	s.mu.Lock()
@@ -216,44 +249,67 @@ func (ap *applier) applyOne(p *proposal) result {
 	return s.applyLocked(p, ap)
 }
 
-// commitGroup makes the group durable: one commit with fsync (or, in
-// lazy mode, without, syncing on the interval).
-func (ap *applier) commitGroup(lastSync *time.Time) error {
-	ap.writeStates()
-	if ap.fail != nil {
-		ap.batch.Reset()
-		ap.committed = ap.committed[:0]
-		return api.NewStreamStoreFailedError(ap.fail)
+// commitLoop makes each applied group durable, in order: one commit with
+// fsync (or, in lazy mode, without, syncing on the interval), then the
+// durable marks, then the proposals' completions.
+func (ap *applier) commitLoop() {
+	var lastSync time.Time
+	dirty := false // lazy mode: committed but not yet synced
+	for job := range ap.jobs {
+		err := ap.commitJob(job, &lastSync, &dirty)
+		job.batch.Close()
+		if err == nil {
+			for _, c := range job.committed {
+				c.s.markDurable(c.seq)
+			}
+		}
+		ap.mu.Lock()
+		ap.mu.inflight--
+		if ap.mu.inflight == 0 {
+			ap.mu.idle.Broadcast()
+		}
+		ap.mu.Unlock()
+		for i, p := range job.group {
+			r := job.results[i]
+			if err != nil && r.err == nil {
+				r = result{err: err}
+			}
+			p.done(p, r)
+		}
+	}
+	if dirty {
+		ap.st.Sync()
+	}
+}
+
+func (ap *applier) commitJob(job *commitJob, lastSync *time.Time, dirty *bool) error {
+	if err := ap.failed(); err != nil {
+		return api.NewStreamStoreFailedError(err)
 	}
 	lazy := ap.syncInterval > 0
-	sync := !lazy
-	if lazy && time.Since(*lastSync) >= ap.syncInterval {
-		sync = true
-	}
+	sync := !lazy || time.Since(*lastSync) >= ap.syncInterval
 	var err error
 	switch {
-	case ap.batch.Count() > 0:
-		err = ap.batch.Commit(sync)
-	case sync && ap.dirty:
+	case job.batch.Count() > 0:
+		err = job.batch.Commit(sync)
+	case sync && (job.needSync || *dirty):
 		err = ap.st.Sync()
 	}
 	if err != nil {
-		ap.fail = err
+		ap.mu.Lock()
+		if ap.mu.fail == nil {
+			ap.mu.fail = err
+		}
+		ap.mu.Unlock()
 		ap.e.log.Error("jetstream store commit failed; refusing further writes", "err", err)
 		return api.NewStreamStoreFailedError(err)
 	}
 	if sync {
-		ap.dirty = false
+		*dirty = false
 		*lastSync = time.Now()
 	} else {
-		ap.dirty = true
+		*dirty = *dirty || job.batch.Count() > 0 || job.needSync
 	}
-	for i, c := range ap.committed {
-		c.s.durable.Store(c.seq)
-		c.s.wakeConsumers()
-		ap.committed[i] = streamSeq{}
-	}
-	ap.committed = ap.committed[:0]
 	return nil
 }
 
@@ -263,17 +319,32 @@ type streamSeq struct {
 }
 
 // visible makes the group's writes so far readable by the store's read
-// methods, without fsync: an apply step that reads (finding the oldest
-// message to drop, a subject's next message) must see what earlier steps
-// of the same group wrote. The group's final commit syncs them all.
+// methods: an apply step that reads (finding the oldest message to drop, a
+// subject's next message) must see what earlier steps wrote. It waits for
+// the groups ahead of this one to commit (so writes stay in order), then
+// commits this group so far without fsync; the group's final commit syncs
+// it all, because the WAL is sequential.
 func (ap *applier) visible() error {
+	ap.mu.Lock()
+	for ap.mu.inflight > 0 {
+		ap.mu.idle.Wait()
+	}
+	err := ap.mu.fail
+	ap.mu.Unlock()
+	if err != nil {
+		return api.NewStreamStoreFailedError(err)
+	}
 	if ap.batch.Count() == 0 {
 		return nil
 	}
 	if err := ap.batch.Commit(false); err != nil {
-		ap.fail = err
+		ap.mu.Lock()
+		if ap.mu.fail == nil {
+			ap.mu.fail = err
+		}
+		ap.mu.Unlock()
 		return fmt.Errorf("jetstream: store: %w", err)
 	}
-	ap.dirty = true
+	ap.wroteVisible = true
 	return nil
 }

@@ -314,3 +314,15 @@ func (s *stream) acked(a *jsAccount, seqs []uint64, then func()) {
 		then()
 	}
 }
+
+// markDurable records that everything up to seq is on stable storage and
+// lets the consumers deliver it.
+func (s *stream) markDurable(seq uint64) {
+	for {
+		cur := s.durable.Load()
+		if seq <= cur || s.durable.CompareAndSwap(cur, seq) {
+			break
+		}
+	}
+	s.wakeConsumers()
+}
