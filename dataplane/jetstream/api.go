@@ -31,6 +31,12 @@ func (a *jsAccount) onAPI(subject, reply, hdr, msg []byte) {
 		}
 		return
 	}
+	if rest, ok := a.directSubject(subject); ok {
+		// Direct gets only read the store: served inline, they skip a
+		// goroutine hand-off on the path KV reads take.
+		a.directGet(apiRequest{a: a, subject: string(subject), reply: string(reply), body: msg}, rest)
+		return
+	}
 	req := apiRequest{a: a, subject: string(subject), reply: string(reply),
 		hdr: bytes.Clone(hdr), body: bytes.Clone(msg)}
 	select {
@@ -44,7 +50,16 @@ func (a *jsAccount) onAPI(subject, reply, hdr, msg []byte) {
 // pullSubject recognises CONSUMER.MSG.NEXT.<stream>.<consumer> and
 // returns "<stream>.<consumer>".
 func (a *jsAccount) pullSubject(subject []byte) (string, bool) {
-	const next = "CONSUMER.MSG.NEXT."
+	return a.apiOp(subject, "CONSUMER.MSG.NEXT.")
+}
+
+// directSubject recognises DIRECT.GET requests; rest is "<stream>[.<subject>]".
+func (a *jsAccount) directSubject(subject []byte) (string, bool) {
+	return a.apiOp(subject, "DIRECT.GET.")
+}
+
+// apiOp strips the API prefix (plain or domain) and then op from subject.
+func (a *jsAccount) apiOp(subject []byte, next string) (string, bool) {
 	op, ok := bytes.CutPrefix(subject, []byte("$JS.API."))
 	if !ok {
 		d := a.e.opts.Domain

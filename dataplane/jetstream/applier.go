@@ -258,17 +258,20 @@ func (ap *applier) commitLoop() {
 	for job := range ap.jobs {
 		err := ap.commitJob(job, &lastSync, &dirty)
 		job.batch.Close()
-		if err == nil {
-			for _, c := range job.committed {
-				c.s.markDurable(c.seq)
-			}
-		}
+		// Release visible() before waking consumers: the apply goroutine
+		// may wait in visible() holding a stream's lock, which waking
+		// that stream's consumers takes.
 		ap.mu.Lock()
 		ap.mu.inflight--
 		if ap.mu.inflight == 0 {
 			ap.mu.idle.Broadcast()
 		}
 		ap.mu.Unlock()
+		if err == nil {
+			for _, c := range job.committed {
+				c.s.markDurable(c.seq)
+			}
+		}
 		for i, p := range job.group {
 			r := job.results[i]
 			if err != nil && r.err == nil {

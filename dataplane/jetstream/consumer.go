@@ -66,10 +66,11 @@ type consumer struct {
 		lastAck    time.Time
 		active     time.Time // last sign of a client: a pull, an ack, interest
 		lastHB     time.Time
-		fcPending  string // flow control reply we wait for, push only
-		fcBytes    int    // bytes pushed since the last flow control request
-		dirty      bool   // state changed since last persisted
-		persisting bool   // a state write is queued
+		fcPending  string    // flow control reply we wait for, push only
+		fcBytes    int       // bytes pushed since the last flow control request
+		dirty      bool      // state changed since last persisted
+		persisting bool      // a state write is queued
+		persisted  time.Time // when the last state write was queued
 		deleted    bool
 		// Pacing: the stored time and wall time of the last delivery
 		// (replay original), and the bytes sent in the current second

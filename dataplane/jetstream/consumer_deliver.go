@@ -10,6 +10,11 @@ import (
 	"github.com/contrail/contrail/dataplane/subject"
 )
 
+// persistEvery bounds how often a durable consumer's state is written.
+// A crash loses at most this much ack progress, which at-least-once
+// delivery covers: those messages are delivered again.
+const persistEvery = 100 * time.Millisecond
+
 // fcThreshold is how many bytes a flow-controlled push consumer sends
 // between flow control requests.
 const fcThreshold = 256 << 10
@@ -86,8 +91,14 @@ func (c *consumer) deliver() time.Time {
 	c.heartbeatsLocked(now, &out, consider)
 	remove := c.inactiveLocked(now, consider)
 	persist := c.mu.dirty && !c.mu.persisting && c.mu.cfg.IsDurable()
+	if persist && now.Sub(c.mu.persisted) < persistEvery {
+		// Coalesce: a busy consumer writes its state a few times a
+		// second, not once per batch.
+		consider(c.mu.persisted.Add(persistEvery))
+		persist = false
+	}
 	if persist {
-		c.mu.persisting = true
+		c.mu.persisting, c.mu.persisted = true, now
 	}
 	c.mu.Unlock()
 
@@ -214,6 +225,7 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 		if req != nil {
 			req.n++
 			req.b += size
+			req.lastHB = now // a delivery is a sign of life: the next heartbeat waits
 			switch {
 			case req.n >= req.batch:
 				if req.maxBytes > 0 && req.b < req.maxBytes {

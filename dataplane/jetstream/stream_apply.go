@@ -309,8 +309,12 @@ func (s *stream) removeFirstLocked(ap *applier) error {
 
 // removeSeqLocked drops one message known to exist.
 func (s *stream) removeSeqLocked(seq uint64, subj string, ap *applier) error {
-	if err := ap.visible(); err != nil {
-		return err
+	// A committed message can be read as is; a newer one may still be in
+	// a group on its way to disk.
+	if seq > s.durable.Load() {
+		if err := ap.visible(); err != nil {
+			return err
+		}
 	}
 	m, err := ap.st.LoadMsg(s.id, seq)
 	if err != nil {
@@ -379,6 +383,10 @@ func (s *stream) removeLocked(seq uint64, subj string, size uint64, ap *applier)
 }
 
 func (s *stream) advanceSubjectFirstLocked(subj string, ss *subjectState, ap *applier) error {
+	if ss.msgs == 1 {
+		ss.first = ss.last // the one message left is the newest
+		return nil
+	}
 	if err := ap.visible(); err != nil {
 		return err
 	}

@@ -246,6 +246,7 @@ func (c *client) readLoop() {
 		MaxPayload:     int(c.srv.opts.MaxPayload),
 	}
 	conn := c.netConn()
+	var scratch writeScratch
 	buf := make([]byte, readBufSize)
 	var start, end int
 	var op protocol.Op
@@ -274,6 +275,11 @@ func (c *client) readLoop() {
 			start += used
 		}
 		c.wakePending()
+		if c.hasOutput() {
+			if _, err := c.writeOut(conn, &scratch); err != nil {
+				return
+			}
+		}
 		if rerr != nil {
 			reason := reasonReadError
 			if errors.Is(rerr, io.EOF) {
@@ -485,4 +491,12 @@ func (c *client) processPong() {
 		c.mu.pingSent = time.Time{}
 	}
 	c.mu.Unlock()
+}
+
+// hasOutput reports whether the connection's own queue holds bytes.
+func (c *client) hasOutput() bool {
+	o := c.out
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.mu.pending > 0 && !o.mu.writing
 }

@@ -16,45 +16,83 @@ func (c *client) netConn() net.Conn {
 	return c.conn
 }
 
-// flushLoop is the connection's only writer: it waits for queued bytes and
-// writes them with one vectored write per wake-up, under the write
-// deadline. It exits once the connection is stopped and its queue is
-// drained, or a write fails. It never closes the socket: close does.
+// flushLoop is the connection's writer of last resort: it waits for
+// queued bytes and writes them with one vectored write per wake-up, under
+// the write deadline. The read loop also writes its own connection's
+// queue in place after each batch (see writeOut), which saves a goroutine
+// hand-off on request/reply round trips. It exits once the connection is
+// stopped and its queue is drained, or a write fails. It never closes the
+// socket: close does.
 func (c *client) flushLoop() {
 	defer close(c.flushDone)
 	conn := c.netConn()
-	var taken, bufs net.Buffers
-	deadline := c.srv.opts.WriteDeadline
+	var scratch writeScratch
 	o := c.out
 	for range o.signal {
-		o.mu.Lock()
-		taken = o.takeLocked(taken[:0])
-		stop := o.mu.stop
-		o.mu.Unlock()
-		if len(taken) > 0 {
-			bufs = append(bufs[:0], taken...)
-			conn.SetWriteDeadline(time.Now().Add(deadline))
-			n, err := bufs.WriteTo(conn)
-			release(taken)
-			o.mu.Lock()
-			o.mu.pending -= n
-			o.unstallLocked(c.srv.opts.MaxPending)
-			o.mu.Unlock()
-			if err != nil {
-				reason := reasonWriteError
-				if errors.Is(err, os.ErrDeadlineExceeded) && !c.closed.Load() {
-					reason = reasonSlowWrite
-					c.srv.stats.slowConsumers.Add(1)
-					c.logger().Warn("slow consumer, closing", "reason", reason)
-				}
-				c.close(reason, false)
-				return
-			}
+		busy, err := c.writeOut(conn, &scratch)
+		if err != nil {
+			return
 		}
-		if stop {
+		if busy {
+			continue // the other writer wakes us when it is done
+		}
+		o.mu.Lock()
+		done := o.mu.stop && !o.mu.writing && len(o.mu.full) == 0 && len(o.mu.cur) == 0
+		o.mu.Unlock()
+		if done {
 			return
 		}
 	}
+}
+
+// writeScratch is one writer's reusable slices.
+type writeScratch struct{ taken, bufs net.Buffers }
+
+// writeOut writes everything queued, unless another goroutine is writing
+// already (busy). Afterwards it wakes the flusher if more arrived
+// meanwhile or the connection is stopping, so nothing is left behind. A
+// failed write closes the connection.
+func (c *client) writeOut(conn net.Conn, sc *writeScratch) (busy bool, err error) {
+	o := c.out
+	o.mu.Lock()
+	if o.mu.writing {
+		o.mu.Unlock()
+		return true, nil
+	}
+	sc.taken = o.takeLocked(sc.taken[:0])
+	if len(sc.taken) == 0 {
+		o.mu.Unlock()
+		return false, nil
+	}
+	o.mu.writing = true
+	o.mu.Unlock()
+
+	sc.bufs = append(sc.bufs[:0], sc.taken...)
+	conn.SetWriteDeadline(time.Now().Add(c.srv.opts.WriteDeadline))
+	n, err := sc.bufs.WriteTo(conn)
+	release(sc.taken)
+
+	o.mu.Lock()
+	o.mu.pending -= n
+	o.mu.writing = false
+	o.unstallLocked(c.srv.opts.MaxPending)
+	again := len(o.mu.full) > 0 || len(o.mu.cur) > 0 || o.mu.stop
+	o.mu.Unlock()
+	if err != nil {
+		reason := reasonWriteError
+		if errors.Is(err, os.ErrDeadlineExceeded) && !c.closed.Load() {
+			reason = reasonSlowWrite
+			c.srv.stats.slowConsumers.Add(1)
+			c.logger().Warn("slow consumer, closing", "reason", reason)
+		}
+		c.close(reason, false)
+		o.wake() // the flusher, if it saw us busy, must notice the stop
+		return false, err
+	}
+	if again {
+		o.wake()
+	}
+	return false, nil
 }
 
 // slowConsumer cuts off a client whose queue passed max_pending: the queue

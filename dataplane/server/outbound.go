@@ -12,7 +12,8 @@ const chunkSize = 32 << 10
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, chunkSize); return &b }}
 
 // outbound is a connection's queue of bytes waiting to be written. Any
-// goroutine may append; only the connection's flusher writes.
+// goroutine may append; one writer at a time (the flusher, or the read loop
+// in place) takes and writes, which the writing flag arbitrates.
 //
 // Invariant: pending == total length of full and cur.
 type outbound struct {
@@ -23,6 +24,7 @@ type outbound struct {
 		pending int64    // guarded by mu
 		queued  bool     // a producer has promised to signal the flusher; guarded by mu
 		stop    bool     // no more appends; guarded by mu
+		writing bool     // a goroutine is writing taken chunks; guarded by mu
 		// stall is closed when a backlog past the stall threshold drains;
 		// producers wait on it briefly so a fast publisher slows to its
 		// subscriber's pace instead of overrunning it. Guarded by mu.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"sync"
 	"time"
 
@@ -26,7 +27,12 @@ type sender struct {
 // route delivers a published message to every interested subscriber of
 // the client's account. hdrLen < 0 means the message has no headers.
 func (c *client) route(subj, reply []byte, hdrLen int, msg []byte) {
-	r := c.acc.subs.Match(subj)
+	var r *subject.Result[*subscription]
+	if oneShot(subj) {
+		r = c.acc.subs.MatchOnce(subj)
+	} else {
+		r = c.acc.subs.Match(subj)
+	}
 	if r.Empty() {
 		if len(reply) > 0 && c.opts.NoResponders && c.opts.Headers {
 			c.sendNoResponders(reply)
@@ -34,6 +40,13 @@ func (c *client) route(subj, reply []byte, hdrLen int, msg []byte) {
 		return
 	}
 	c.deliverAll(r, c.echo.Load(), subj, reply, hdrLen, msg)
+}
+
+// oneShot reports whether a subject is one clients use once (JetStream
+// acks carry sequence numbers, replies go to unique inbox tokens): caching
+// its match would only evict the hot subjects.
+func oneShot(subj []byte) bool {
+	return bytes.HasPrefix(subj, []byte("$JS.ACK.")) || bytes.HasPrefix(subj, []byte("_INBOX."))
 }
 
 // deliverAll hands the message to each plain subscriber and to one member
