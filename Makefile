@@ -36,6 +36,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./dataplane/protocol
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./dataplane/config/conf
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./dataplane/config
+	$(GO) test -run '^$$' -fuzz '^FuzzTransform$$' -fuzztime $(FUZZTIME) ./dataplane/subject
 
 ## bench: Contrail against nats-server with the same nats bench workloads
 bench:
