@@ -91,7 +91,7 @@ func TestJSCConsumerCLI(t *testing.T) {
 			t.Errorf("consumer report lacks %s:\n%s", want, a)
 		}
 	}
-	a, b = cli("consumer", "rm", "ORDERS", "SEQ", "-f")
+	cli("consumer", "rm", "ORDERS", "SEQ", "-f")
 	a, b = cli("consumer", "ls", "ORDERS", "--names")
 	if strings.Contains(a, "SEQ") || strings.Join(strings.Fields(a), " ") != strings.Join(strings.Fields(b), " ") {
 		t.Errorf("after rm:\ncontrail:    %q\nnats-server: %q", a, b)

@@ -258,7 +258,19 @@ func TestJSCCompareConsumerState(t *testing.T) {
 		var out []string
 		note := func(what string, names ...string) {
 			for _, n := range names {
-				out = append(out, what+" "+n+": "+consumerLine(t, js, "ST", n))
+				// Counts may trail a write by a moment on either server:
+				// take the state once it holds still.
+				line, stable := consumerLine(t, js, "ST", n), 0
+				waitFor(t, ioTimeout, "consumer state to settle", func() bool {
+					next := consumerLine(t, js, "ST", n)
+					if next == line {
+						stable++
+					} else {
+						line, stable = next, 0
+					}
+					return stable >= 3
+				})
+				out = append(out, what+" "+n+": "+line)
 			}
 		}
 		s := mkStream(t, js, jetstream.StreamConfig{Name: "ST", Subjects: []string{"st.>"}})
@@ -324,5 +336,35 @@ func TestJSCCompareConsumerState(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("nats-server:\n%s", strings.Join(b, "\n"))
+	}
+}
+
+// TestJSCComparePushTranscript compares what a push consumer sends its
+// deliver subject: messages with their ack subjects, then an idle
+// heartbeat with its headers.
+func TestJSCComparePushTranscript(t *testing.T) {
+	t.Parallel()
+	ours, ref := jsPair(t)
+	run := func(tgt *jsTarget) []string {
+		mkStream(t, tgt.js, jetstream.StreamConfig{Name: "PT"})
+		pubN(t, tgt.js, "PT.a", "m", 3)
+		sub := subscribeSync(t, tgt.nc, "pt.deliver")
+		mkConsumer(t, tgt.js, "PT", jetstream.ConsumerConfig{Durable: "pt", DeliverSubject: "pt.deliver",
+			AckPolicy: jetstream.AckExplicitPolicy, IdleHeartbeat: 300 * time.Millisecond, FilterSubject: "PT.a"})
+		var out []string
+		for {
+			m := nextMsg(t, sub)
+			if st := m.Header.Get("Status"); st != "" {
+				out = append(out, "status "+st+" "+m.Header.Get("Description")+headerList(m.Header, "Status", "Description")+" reply="+m.Reply)
+				break
+			}
+			out = append(out, fmt.Sprintf("msg %s %q %s", m.Subject, m.Data, ackShape(m.Reply)))
+			m.AckSync()
+		}
+		return out
+	}
+	a, b := run(ours), run(ref)
+	if strings.Join(a, "\n") != strings.Join(b, "\n") {
+		t.Errorf("push transcripts differ\ncontrail:\n  %s\nnats-server:\n  %s", strings.Join(a, "\n  "), strings.Join(b, "\n  "))
 	}
 }

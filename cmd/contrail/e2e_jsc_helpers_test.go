@@ -10,7 +10,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -53,14 +52,6 @@ func legacy(t testing.TB, nc *nats.Conn) nats.JetStreamContext {
 		t.Fatalf("nc.JetStream: %v", err)
 	}
 	return js
-}
-
-// ctxFor is a context bounded by d, cancelled when the test ends.
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // mkStream creates a stream capturing subjects (default "<name>.>").
@@ -218,41 +209,6 @@ func ackAll(t testing.TB, ms []jetstream.Msg) {
 	}
 }
 
-// rawPull sends one CONSUMER.MSG.NEXT request with body and collects what
-// arrives on its inbox until a status message ends it (or until want user
-// messages arrived, when want > 0). It returns the user messages and the
-// final status ("" if none arrived).
-func rawPull(t testing.TB, nc *nats.Conn, stream, consumer, body string, want int, wait time.Duration) ([]*nats.Msg, *nats.Msg) {
-	t.Helper()
-	inbox := nats.NewInbox()
-	sub, err := nc.SubscribeSync(inbox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+consumer, inbox, []byte(body)); err != nil {
-		t.Fatal(err)
-	}
-	var msgs []*nats.Msg
-	deadline := time.Now().Add(wait)
-	for {
-		m, err := sub.NextMsg(time.Until(deadline))
-		if err != nil {
-			return msgs, nil
-		}
-		if st := m.Header.Get("Status"); st != "" && len(m.Data) == 0 {
-			if st == "100" {
-				continue // heartbeat
-			}
-			return msgs, m
-		}
-		msgs = append(msgs, m)
-		if want > 0 && len(msgs) == want {
-			return msgs, nil
-		}
-	}
-}
-
 // status renders a status message as "<code> <description>".
 func status(m *nats.Msg) string {
 	if m == nil {
@@ -342,21 +298,6 @@ func tryCLI(t testing.TB, url string, args ...string) (string, error) {
 		return string(out), fmt.Errorf("timed out: %w", ctx.Err())
 	}
 	return string(out), err
-}
-
-// cliJSON runs the nats CLI with --json and decodes its output into v.
-func cliJSON(t testing.TB, url string, v any, args ...string) {
-	t.Helper()
-	out := runCLI(t, url, append(args, "--json")...)
-	if err := json.Unmarshal([]byte(out), v); err != nil {
-		t.Fatalf("nats %s --json: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
-// isAPIErr reports whether err carries JetStream err_code code.
-func isAPIErr(err error, code jetstream.ErrorCode) bool {
-	var withAPI interface{ APIError() *jetstream.APIError }
-	return errors.As(err, &withAPI) && withAPI.APIError() != nil && withAPI.APIError().ErrorCode == code
 }
 
 // watchCLI runs a nats CLI command that does not exit by itself (a watch)

@@ -70,7 +70,7 @@ func TestJSCPush(t *testing.T) {
 				t.Errorf("ack: %v", err)
 			}
 			col.add(m)
-		}, nats.Durable("ps"), nats.ManualAck(), nats.IdleHeartbeat(500*time.Millisecond), nats.EnableFlowControl(), nats.AckExplicit())
+		}, nats.Durable("ps"), nats.ManualAck(), nats.IdleHeartbeat(time.Second), nats.EnableFlowControl(), nats.AckExplicit())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,12 +85,12 @@ func TestJSCPush(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ci.PushBound || ci.Config.DeliverSubject == "" || !ci.Config.FlowControl || ci.Config.Heartbeat != 500*time.Millisecond {
+		if !ci.PushBound || ci.Config.DeliverSubject == "" || !ci.Config.FlowControl || ci.Config.Heartbeat != time.Second {
 			t.Errorf("consumer info %+v", ci)
 		}
 		// Idle for three heartbeat intervals: heartbeats must keep the
 		// subscription from being declared inactive.
-		until := time.Now().Add(1600 * time.Millisecond)
+		until := time.Now().Add(3200 * time.Millisecond)
 		for time.Now().Before(until) {
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -241,7 +241,7 @@ func TestJSCPush(t *testing.T) {
 		mkStream(t, js, jetstream.StreamConfig{Name: "PJ"})
 		pc, err := js.CreatePushConsumer(ctxT(t), "PJ", jetstream.ConsumerConfig{
 			Durable: "pj", DeliverSubject: nats.NewInbox(), AckPolicy: jetstream.AckExplicitPolicy,
-			IdleHeartbeat: 500 * time.Millisecond, FlowControl: true,
+			IdleHeartbeat: time.Second, FlowControl: true,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -265,7 +265,7 @@ func TestJSCPush(t *testing.T) {
 		ms := col.waitCount(t, 50, ioTimeout)
 		wantStrings(t, "push consumer", natsPayloads(ms), seqRange("m", 1, 50))
 		// Idle past two heartbeat intervals: no missed-heartbeat errors.
-		until := time.Now().Add(1200 * time.Millisecond)
+		until := time.Now().Add(2500 * time.Millisecond)
 		for time.Now().Before(until) {
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -368,4 +368,64 @@ func TestJSCOrdered(t *testing.T) {
 		wantStrings(t, "legacy ordered across a reset", natsPayloads(got)[:320], append(seqRange("m", 1, 300), seqRange("n", 1, 20)...))
 		ae.check(t)
 	})
+}
+
+// TestJSCFlowControlStall drives flow control by hand: the consumer stops
+// at a flow control request nobody answers, says so in its heartbeats
+// (Nats-Consumer-Stalled), and resumes once the request is answered.
+func TestJSCFlowControlStall(t *testing.T) {
+	t.Parallel()
+	e := jscStart(t)
+	nc, js := e.conn(t)
+	mkStream(t, js, jetstream.StreamConfig{Name: "FC"})
+	body := strings.Repeat("f", 1024)
+	pubRange(t, js, "FC.a", body+"#", 1, 600)
+	sub := subscribeSync(t, nc, "fc.deliver")
+	mkConsumer(t, js, "FC", jetstream.ConsumerConfig{Durable: "fc", DeliverSubject: "fc.deliver", AckPolicy: jetstream.AckNonePolicy,
+		FlowControl: true, IdleHeartbeat: 300 * time.Millisecond})
+	var fc *nats.Msg
+	n := 0
+	for fc == nil {
+		m := nextMsg(t, sub)
+		switch {
+		case m.Header.Get("Status") == "100" && strings.Contains(m.Header.Get("Description"), "FlowControl"):
+			fc = m
+		case m.Header.Get("Status") == "":
+			n++
+		}
+	}
+	if n == 0 || n >= 600 || !strings.HasPrefix(fc.Reply, "$JS.FC.FC.fc.") {
+		t.Fatalf("flow control request after %d messages, reply %q", n, fc.Reply)
+	}
+	// Unanswered: only heartbeats, saying what the consumer waits for.
+	var stalled string
+	for stalled == "" {
+		m := nextMsg(t, sub)
+		if m.Header.Get("Status") == "" {
+			t.Fatalf("delivery went on past an unanswered flow control request")
+		}
+		if m.Header.Get("Status") == "100" && m.Header.Get("Description") == "Idle Heartbeat" {
+			stalled = m.Header.Get("Nats-Consumer-Stalled")
+			if stalled == "" {
+				t.Fatalf("heartbeat while stalled lacks Nats-Consumer-Stalled: %v", m.Header)
+			}
+		}
+	}
+	if stalled != fc.Reply {
+		t.Errorf("stalled on %q, flow control reply was %q", stalled, fc.Reply)
+	}
+	if err := nc.Publish(stalled, nil); err != nil {
+		t.Fatal(err)
+	}
+	for n < 600 {
+		m := nextMsg(t, sub)
+		switch m.Header.Get("Status") {
+		case "":
+			n++
+		case "100":
+			if m.Reply != "" && strings.Contains(m.Header.Get("Description"), "FlowControl") {
+				nc.Publish(m.Reply, nil)
+			}
+		}
+	}
 }

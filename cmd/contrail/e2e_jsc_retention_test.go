@@ -28,51 +28,45 @@ func TestJSCWorkQueue(t *testing.T) {
 		var mu sync.Mutex
 		seen := make(map[string]int, total)
 		per := make([]int, 3)
-		done := make(chan struct{})
-		var wg sync.WaitGroup
+		var problems []string
+		// Each puller is a Consume: one long-lived inbox, so no delivery
+		// can go to a requester that gave up (as a short Fetch can, when
+		// its client-side deadline passes first), and any second
+		// delivery is a server fault.
 		for w := 0; w < 3; w++ {
 			_, wjs := e.conn(t)
 			c, err := wjs.Consumer(ctxT(t), "WQ", "work")
 			if err != nil {
 				t.Fatal(err)
 			}
-			wg.Add(1)
-			go func(w int) {
-				defer wg.Done()
-				for {
-					select {
-					case <-done:
-						return
-					default:
-					}
-					b, err := c.Fetch(100, jetstream.FetchMaxWait(300*time.Millisecond))
-					if err != nil {
-						t.Errorf("puller %d: %v", w, err)
-						return
-					}
-					for m := range b.Messages() {
-						md, err := m.Metadata()
-						if err != nil {
-							t.Errorf("metadata: %v", err)
-							return
-						}
-						mu.Lock()
-						seen[string(m.Data())]++
-						per[w]++
-						if md.NumDelivered != 1 {
-							t.Errorf("seq %d delivered %d times", md.Sequence.Stream, md.NumDelivered)
-						}
-						mu.Unlock()
-						if err := m.Ack(); err != nil {
-							t.Errorf("ack: %v", err)
-						}
-					}
-					if err := b.Error(); err != nil {
-						t.Errorf("puller %d batch: %v", w, err)
-						return
-					}
+			// Callbacks only record (under mu): they may run after the
+			// test's end.
+			cc, err := c.Consume(func(m jetstream.Msg) {
+				md, err := m.Metadata()
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err != nil:
+					problems = append(problems, fmt.Sprintf("metadata: %v", err))
+					return
+				case md.NumDelivered != 1:
+					problems = append(problems, fmt.Sprintf("seq %d delivered %d times", md.Sequence.Stream, md.NumDelivered))
 				}
-			}(w)
+				seen[string(m.Data())]++
+				per[w]++
+				if err := m.Ack(); err != nil {
+					problems = append(problems, fmt.Sprintf("ack: %v", err))
+				}
+			}, jetstream.PullMaxMessages(100), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				mu.Lock()
+				problems = append(problems, fmt.Sprintf("puller %d: %v", w, err))
+				mu.Unlock()
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The pullers end before the test does, whichever way it ends.
+			defer cc.Stop()
 		}
 		// The second half arrives while the pullers work.
 		pubRange(t, js, "WQ.job", "", total/2+1, total)
@@ -82,10 +76,11 @@ func TestJSCWorkQueue(t *testing.T) {
 			return len(seen) == total
 		})
 		state := waitState(t, js, "WQ", 30*time.Second, "the work queue to empty", func(s jetstream.StreamState) bool { return s.Msgs == 0 })
-		close(done)
-		wg.Wait()
 		mu.Lock()
 		defer mu.Unlock()
+		for _, p := range problems {
+			t.Error(p)
+		}
 		for i := 1; i <= total; i++ {
 			if n := seen[strconv.Itoa(i)]; n != 1 {
 				t.Fatalf("job %d seen %d times", i, n)

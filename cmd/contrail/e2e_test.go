@@ -33,6 +33,35 @@ package main
 //   e2e_js_legacy_test.go    the legacy nc.JetStream() context
 //   e2e_js_cli_test.go       nats stream/pub/account commands, output
 //                            compared with nats-server's
+//
+// Consumers, KV and Object Store (e2e_jsc_*; tests named TestJSC<Upper>,
+// so `go test -run 'TestJSC[A-Z]'` runs just them):
+//   e2e_jsc_helpers_test.go  shared node per test, publishing, fetching,
+//                            consumer info, collectors, the nats CLI
+//   e2e_jsc_pull_test.go     Fetch, FetchNoWait, FetchBytes, Next, Consume
+//                            with heartbeats, Messages; 404/408/409 as
+//                            nats.go surfaces them; abandoned requests
+//   e2e_jsc_push_test.go     legacy Subscribe/QueueSubscribe/SubscribeSync/
+//                            ChanSubscribe, jetstream PushConsumer, flow
+//                            control and heartbeats, interest, ordered
+//                            consumers (both APIs) across a reset
+//   e2e_jsc_ack_test.go      every ack kind, ack policies, ack wait and
+//                            backoff, max_deliver advisory, max_ack_pending,
+//                            filters, deliver policies, headers_only,
+//                            inactive_threshold, pause, create/update
+//   e2e_jsc_legacy_test.go   legacy PullSubscribe, Bind, start options,
+//                            consumer management errors
+//   e2e_jsc_retention_test.go  work queue (10k messages, three pullers),
+//                            interest retention compared with nats-server
+//   e2e_jsc_restart_test.go  durable consumers across SIGTERM and kill -9
+//   e2e_jsc_kv_test.go       KV session compared with nats-server, TTLs,
+//                            the nats kv commands
+//   e2e_jsc_obj_test.go      Object Store (5 MiB, links, watch, seal) and
+//                            the nats object commands
+//   e2e_jsc_cli_test.go      nats consumer add/info/ls/next/rm/report
+//   e2e_jsc_compare_test.go  consumer API, pull statuses, push transcript,
+//                            consumer state through purges, side by side
+//                            with nats-server
 
 import (
 	"fmt"
