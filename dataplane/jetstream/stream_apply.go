@@ -31,7 +31,7 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		s.mu.cfg = p.cfg
 		s.mu.tr, _ = compileTransforms(p.cfg)
 		ap.batch.PutStream(s.recordLocked(p.acct.acc.Name()))
-		r.err = s.enforceLimitsLocked(ap)
+		r.err = s.enforceLimitsLocked("", ap)
 		s.mu.dirty = true
 	case propRemove:
 		ap.batch.DeleteStream(s.id)
@@ -200,7 +200,7 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 			return r
 		}
 	}
-	if err := s.enforceLimitsLocked(ap); err != nil {
+	if err := s.enforceLimitsLocked(p.subject, ap); err != nil {
 		return result{err: err}
 	}
 	interested := false
@@ -265,8 +265,9 @@ func (s *stream) checkDiscardNewLocked(subj string, size uint64, ap *applier) er
 }
 
 // enforceLimitsLocked evicts the oldest messages past max_msgs, max_bytes
-// and max_msgs_per_subject.
-func (s *stream) enforceLimitsLocked(ap *applier) error {
+// and max_msgs_per_subject: per subject only for subj when a write named one
+// (only its count changed), else for every subject (after a config update).
+func (s *stream) enforceLimitsLocked(subj string, ap *applier) error {
 	cfg, st := s.mu.cfg, &s.mu.state
 	// Only discard old evicts for max_msgs and max_bytes: a discard new
 	// stream refuses writes instead, and keeps what it holds when an
@@ -287,11 +288,23 @@ func (s *stream) enforceLimitsLocked(ap *applier) error {
 		if err != nil {
 			return err
 		}
-		for subj, ss := range subs {
+		evict := func(subj string, ss *subjectState) error {
 			for ss.msgs > uint64(cfg.MaxMsgsPer) {
 				if err := s.removeSeqLocked(ss.first, subj, ap); err != nil {
 					return err
 				}
+			}
+			return nil
+		}
+		if subj != "" {
+			if ss := subs[subj]; ss != nil {
+				return evict(subj, ss)
+			}
+			return nil
+		}
+		for subj, ss := range subs {
+			if err := evict(subj, ss); err != nil {
+				return err
 			}
 		}
 	}
