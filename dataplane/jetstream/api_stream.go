@@ -410,7 +410,7 @@ func (s *stream) get(req *api.MsgGetRequest) (store.Message, *api.Error) {
 	case seq > 0:
 		m, err = s.ap.st.LoadMsg(s.id, seq)
 	default:
-		m, err = s.ap.st.LastMsg(s.id, req.LastFor)
+		m, err = s.lastFor(req.LastFor)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return m, api.NewNoMessageFoundError()
@@ -447,4 +447,25 @@ func (s *stream) seqForTime(t int64) (uint64, error) {
 		}
 	}
 	return lo, nil
+}
+
+// lastFor finds the newest message on a subject. For a literal subject of
+// a stream that keeps per-subject summaries (KV buckets do), the summary
+// names the sequence and one point read fetches it; otherwise, or if that
+// message is not committed yet, the subject index is searched.
+func (s *stream) lastFor(filter string) (store.Message, error) {
+	if subject.IsLiteral(filter) {
+		s.mu.Lock()
+		var seq uint64
+		if ss := s.mu.subjects[filter]; ss != nil {
+			seq = ss.last
+		}
+		s.mu.Unlock()
+		if seq > 0 && seq <= s.durable.Load() {
+			if m, err := s.ap.st.LoadMsg(s.id, seq); err == nil {
+				return m, nil
+			}
+		}
+	}
+	return s.ap.st.LastMsg(s.id, filter)
 }
