@@ -95,6 +95,11 @@ func (f *dataplaneFlags) options() (*config.Options, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	if opts.Operator != "" || opts.Resolver != "" || opts.SystemAccount != "" {
+		// Starting in open mode when the file asks for operator mode would
+		// serve every client without authentication.
+		return nil, errors.New("operator, resolver and system_account: operator mode is not available in this version; remove them to run in open mode")
+	}
 	return opts, nil
 }
 
