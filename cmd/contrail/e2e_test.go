@@ -15,6 +15,7 @@ package main
 //   e2e_tls_test.go       TLS by flag and by config, mTLS, TLS first
 //   e2e_cli_test.go       the contrail command line and the nats CLI
 //   e2e_monitor_test.go   /healthz /varz /connz /subsz
+//   e2e_jsz_test.go       /jsz and the /varz jetstream section
 //
 // JetStream streams (e2e_js_*):
 //   e2e_js_helpers_test.go   JetStream targets, raw API requests, reply
