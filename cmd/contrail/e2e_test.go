@@ -59,6 +59,7 @@ package main
 //                            the nats kv commands
 //   e2e_jsc_obj_test.go      Object Store (5 MiB, links, watch, seal) and
 //                            the nats object commands
+//   e2e_jsc_priority_test.go priority groups: pinned client, unpin, overflow
 //   e2e_jsc_cli_test.go      nats consumer add/info/ls/next/rm/report
 //   e2e_jsc_compare_test.go  consumer API, pull statuses, push transcript,
 //                            consumer state through purges, side by side

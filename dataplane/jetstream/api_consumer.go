@@ -3,7 +3,6 @@ package jetstream
 import (
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +21,7 @@ func init() {
 	apiRoutes["CONSUMER.MSG.NEXT"] = (*jsAccount).consumerNext
 	apiRoutes["CONSUMER.PAUSE"] = (*jsAccount).consumerPause
 	apiRoutes["CONSUMER.LEADER.STEPDOWN"] = (*jsAccount).consumerStepdown
+	apiRoutes["CONSUMER.UNPIN"] = (*jsAccount).consumerUnpin
 }
 
 // randomName is an ephemeral consumer's name: 8 random base-62 characters.
@@ -110,11 +110,6 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 	norm, aerr := cfg.Normalize(api.ConsumerEnv{Stream: scfg, Pedantic: creq.Pedantic})
 	if aerr != nil {
 		return consumerErr(typ, aerr)
-	}
-	if norm.PriorityPolicy != api.PriorityNone || len(norm.PriorityGroups) > 0 {
-		// Refused rather than accepted and ignored: a client relying on
-		// overflow or pinning must not get plain delivery silently.
-		return consumerErr(typ, api.NewConsumerInvalidPolicyError(errors.New("priority groups are not supported by this server yet")))
 	}
 	cname := norm.Name
 	if cname == "" {

@@ -79,6 +79,9 @@ type consumer struct {
 		replayAt  time.Time
 		rateStart time.Time
 		rateBytes int
+		// The pinned client of a pinned_client consumer, if any.
+		pinID, pinGroup string
+		pinnedAt        time.Time
 	}
 }
 
@@ -100,6 +103,11 @@ type pullRequest struct {
 	heartbeat time.Duration
 	lastHB    time.Time
 	n, b      int // delivered so far: messages, bytes
+	// Priority terms (ADR-42).
+	group                     string
+	minPending, minAckPending int64
+	pinID                     string
+	priority                  int
 }
 
 // consumerRecord is what the store keeps of a consumer's config.
@@ -310,6 +318,7 @@ func (c *consumer) info() *api.ConsumerInfo {
 	if cfg := c.mu.cfg; cfg.DeliverSubject != "" {
 		ci.PushBound = c.a.acc.HasInterest(cfg.DeliverSubject)
 	}
+	ci.PriorityGroups = c.priorityGroupsLocked()
 	if p := c.mu.cfg.PauseUntil; p != nil && p.After(now) {
 		ci.Paused, ci.PauseRemaining = true, p.Sub(now)
 	}

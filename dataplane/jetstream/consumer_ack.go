@@ -227,11 +227,17 @@ func (c *consumer) pull(reply string, body []byte) {
 	}
 	now := time.Now()
 	r := &pullRequest{reply: reply, batch: req.Batch, maxBytes: max(req.MaxBytes, 0), noWait: req.NoWait,
-		heartbeat: req.Heartbeat, lastHB: now}
+		heartbeat: req.Heartbeat, lastHB: now, group: req.Group, minPending: req.MinPending,
+		minAckPending: req.MinAckPending, pinID: req.ID, priority: req.Priority}
 	if req.Expires != 0 {
 		r.expires = now.Add(req.Expires)
 	}
 	c.mu.Lock()
+	if status := c.checkPriorityLocked(&req.PriorityGroup, now); status != "" {
+		c.mu.Unlock()
+		c.a.acc.Publish(reply, "", []byte("NATS/1.0 "+status+"\r\n\r\n"), nil)
+		return
+	}
 	c.mu.active = now
 	if max := cfg.MaxWaiting; max > 0 && len(c.mu.waiting) >= max {
 		// Requests whose requesters left do not count.

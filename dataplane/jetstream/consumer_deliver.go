@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"time"
 
@@ -77,6 +78,7 @@ func (c *consumer) deliver() time.Time {
 		}
 	}
 	c.expireWaitingLocked(now, &out, consider)
+	c.pinExpiryLocked(now, &out, consider)
 	c.checkPendingLocked(now, consider)
 	cfg := c.mu.cfg
 	paused := cfg.PauseUntil != nil && cfg.PauseUntil.After(now)
@@ -102,13 +104,7 @@ func (c *consumer) deliver() time.Time {
 	}
 	c.mu.Unlock()
 
-	for _, m := range out {
-		subj := m.subject
-		if subj == "" {
-			subj = m.to
-		}
-		c.a.acc.Deliver(m.to, subj, m.reply, m.hdr, m.data)
-	}
+	c.send(out)
 	if persist {
 		c.persist()
 	}
@@ -154,7 +150,11 @@ func (c *consumer) targetLocked() (string, *pullRequest) {
 	if len(c.mu.waiting) == 0 {
 		return "", nil
 	}
-	return c.mu.waiting[0].reply, c.mu.waiting[0]
+	r := c.pickRequestLocked(time.Now())
+	if r == nil {
+		return "", nil
+	}
+	return r.reply, r
 }
 
 // deliverLocked hands out messages while a target and the limits allow;
@@ -191,6 +191,10 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 		}
 		reply := c.ackSubject(dc, m.Seq, c.mu.dseq+1, m.Time, left)
 		hdr, data := m.Header, m.Data
+		if req != nil && c.mu.pinID != "" {
+			hdr = addHeader(hdr, api.HeaderPinID, c.mu.pinID)
+			c.mu.pinnedAt = now
+		}
 		if cfg.HeadersOnly {
 			hdr = addHeader(hdr, api.HeaderMsgSize, strconv.Itoa(len(m.Data)))
 			data = nil
@@ -205,7 +209,7 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 			// The message does not fit what is left of this request.
 			*out = append(*out, outMsg{to: req.reply,
 				hdr: statusWithPending("409 Message Size Exceeds MaxBytes", req.batch-req.n, req.maxBytes-req.b)})
-			c.dropWaitingLocked(0)
+			c.dropRequestLocked(req)
 			continue
 		}
 		c.takeLocked(m.Seq, redelivery)
@@ -232,9 +236,9 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 					// Done by count with bytes to spare: nats-server says so.
 					*out = append(*out, outMsg{to: req.reply, hdr: statusWithPending("409 Batch Completed", 0, req.maxBytes-req.b)})
 				}
-				c.dropWaitingLocked(0)
+				c.dropRequestLocked(req)
 			case req.maxBytes > 0 && req.b >= req.maxBytes:
-				c.dropWaitingLocked(0)
+				c.dropRequestLocked(req)
 			}
 		} else if cfg.FlowControl {
 			c.mu.fcBytes += size
@@ -338,6 +342,13 @@ func (c *consumer) takeLocked(seq uint64, redelivery bool) {
 	default:
 		c.setSSeqLocked(seq + 1)
 		c.npend.Add(-1)
+	}
+}
+
+// dropRequestLocked removes a waiting request.
+func (c *consumer) dropRequestLocked(r *pullRequest) {
+	if i := slices.Index(c.mu.waiting, r); i >= 0 {
+		c.dropWaitingLocked(i)
 	}
 }
 
@@ -524,4 +535,15 @@ func (c *consumer) paceLocked(now time.Time, ts int64, size int) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// send publishes what the loop gathered under c.mu, after releasing it.
+func (c *consumer) send(out []outMsg) {
+	for _, m := range out {
+		subj := m.subject
+		if subj == "" {
+			subj = m.to
+		}
+		c.a.acc.Deliver(m.to, subj, m.reply, m.hdr, m.data)
+	}
 }
