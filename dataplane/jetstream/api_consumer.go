@@ -193,7 +193,11 @@ func (a *jsAccount) consumerAdvisory(kind string, c *consumer, adv map[string]an
 // update applies an accepted config change.
 func (c *consumer) update(cfg *api.ConsumerConfig) {
 	c.mu.Lock()
+	moved := cfg.DeliverSubject != c.mu.cfg.DeliverSubject
 	c.mu.cfg = cfg
+	if moved {
+		c.watchLocked()
+	}
 	c.mu.filters = cfg.Filters()
 	f := c.mu.filters
 	c.filt.Store(&f)
@@ -217,6 +221,9 @@ func (a *jsAccount) startConsumer(c *consumer) error {
 		}
 		c.unsubs = append(c.unsubs, unsub)
 	}
+	c.mu.Lock()
+	c.watchLocked()
+	c.mu.Unlock()
 	c.s.mu.Lock()
 	c.s.mu.cons[c.name] = c
 	c.s.mu.Unlock()
@@ -230,6 +237,24 @@ func (c *consumer) stopSubs() {
 		u()
 	}
 	c.unsubs = nil
+	c.mu.Lock()
+	if c.mu.unwatch != nil {
+		c.mu.unwatch()
+		c.mu.unwatch = nil
+	}
+	c.mu.Unlock()
+}
+
+// watchLocked makes a client subscribing to the deliver subject wake the
+// delivery loop at once.
+func (c *consumer) watchLocked() {
+	if c.mu.unwatch != nil {
+		c.mu.unwatch()
+		c.mu.unwatch = nil
+	}
+	if ds := c.mu.cfg.DeliverSubject; ds != "" {
+		c.mu.unwatch = c.a.acc.WatchInterest(ds, c.wake)
+	}
 }
 
 // deleteConsumer removes c: waiting pulls hear 409 Consumer Deleted, the

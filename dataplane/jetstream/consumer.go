@@ -79,6 +79,8 @@ type consumer struct {
 		replayAt  time.Time
 		rateStart time.Time
 		rateBytes int
+		// unwatch stops the deliver subject's interest watch (push).
+		unwatch func()
 		// The pinned client of a pinned_client consumer, if any.
 		pinID, pinGroup string
 		pinnedAt        time.Time

@@ -115,9 +115,10 @@ func (c *consumer) deliver() time.Time {
 }
 
 // interestPoll is how often a push consumer with messages to deliver but
-// nobody subscribed to its deliver subject looks again: the server does
-// not tell JetStream when a subscription appears.
-const interestPoll = 50 * time.Millisecond
+// nobody subscribed to its deliver subject looks again. Client
+// subscriptions wake it at once (WatchInterest); this only covers interest
+// that arrives another way.
+const interestPoll = time.Second
 
 // awaitingInterestLocked reports whether a push consumer has work but no
 // subscriber to hand it to.

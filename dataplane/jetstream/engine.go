@@ -35,6 +35,9 @@ type Account interface {
 	Deliver(to, subject, reply string, hdr, msg []byte)
 	// HasInterest reports whether anyone subscribes to subject.
 	HasInterest(subject string) bool
+	// WatchInterest calls fn whenever a client subscribes to a filter
+	// matching subject; fn must not block.
+	WatchInterest(subject string, fn func()) (cancel func())
 }
 
 // Options configure a node's JetStream.

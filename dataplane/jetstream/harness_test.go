@@ -58,6 +58,8 @@ func (a *fakeAccount) HasInterest(subj string) bool {
 	return false
 }
 
+func (a *fakeAccount) WatchInterest(string, func()) func() { return func() {} }
+
 func (a *fakeAccount) Publish(subj, reply string, hdr, msg []byte) {
 	a.Deliver(subj, subj, reply, hdr, msg)
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/contrail/contrail/dataplane/subject"
@@ -17,6 +18,9 @@ type Account struct {
 	// stream captures, ack subjects), which monitoring leaves out of the
 	// client subscription counts.
 	internal atomic.Int64
+
+	watchMu sync.Mutex
+	watches []*interestWatch // guarded by watchMu
 }
 
 // clientSubs is the number of client subscriptions in the account.

@@ -436,6 +436,7 @@ func (c *client) processSub(op *protocol.Op) {
 		c.pcd = append(c.pcd, c)
 		return
 	}
+	c.acc.notifyInterest(string(sub.subject))
 	c.ok()
 }
 

@@ -1,6 +1,10 @@
 package server
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/contrail/contrail/dataplane/subject"
+)
 
 // MsgHandler receives the messages of an internal subscription. hdr is nil
 // for a message without headers. The slices alias the publisher's buffers
@@ -59,4 +63,45 @@ func (a *Account) Deliver(to, subj, reply string, hdr, msg []byte) {
 // push consumers deliver only while their deliver subject has interest.
 func (a *Account) HasInterest(subj string) bool {
 	return !a.subs.MatchOnce([]byte(subj)).Empty()
+}
+
+// WatchInterest calls fn (which must not block) whenever a client
+// subscribes to a filter that matches the literal subject subj: a push
+// consumer waits for its deliver subject to gain interest. The returned
+// function stops watching.
+func (a *Account) WatchInterest(subj string, fn func()) (cancel func()) {
+	w := &interestWatch{subject: subj, fn: fn}
+	a.watchMu.Lock()
+	a.watches = append(a.watches, w)
+	a.watchMu.Unlock()
+	return func() {
+		a.watchMu.Lock()
+		defer a.watchMu.Unlock()
+		for i, x := range a.watches {
+			if x == w {
+				a.watches = append(a.watches[:i], a.watches[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+type interestWatch struct {
+	subject string
+	fn      func()
+}
+
+// notifyInterest tells watchers a client subscribed to filter.
+func (a *Account) notifyInterest(filter string) {
+	a.watchMu.Lock()
+	var fns []func()
+	for _, w := range a.watches {
+		if subject.Matches(filter, w.subject) {
+			fns = append(fns, w.fn)
+		}
+	}
+	a.watchMu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
 }
