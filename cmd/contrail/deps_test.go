@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestImportGraph holds the packages to the one-way import graph of
+// docs/architecture.md: the server and JetStream meet only through the
+// Account seam that cmd wires, the storage and wire-format packages stay
+// free of the layers above them, and nothing imports cmd.
+func TestImportGraph(t *testing.T) {
+	const mod = "github.com/contrail/contrail/"
+	forbidden := map[string][]string{
+		"dataplane/server":        {"dataplane/jetstream", "dataplane/store", "dataplane/monitor", "cmd/"},
+		"dataplane/jetstream":     {"dataplane/server", "dataplane/monitor", "cmd/"},
+		"dataplane/store":         {"dataplane/jetstream", "dataplane/server", "dataplane/monitor", "dataplane/config", "cmd/"},
+		"dataplane/jetstream/api": {"dataplane/jetstream", "dataplane/server", "dataplane/store", "cmd/"},
+		"dataplane/protocol":      {"dataplane/"},
+		"dataplane/subject":       {"dataplane/server", "dataplane/jetstream", "dataplane/store", "dataplane/protocol", "cmd/"},
+		"dataplane/config":        {"dataplane/server", "dataplane/jetstream", "dataplane/store", "cmd/"},
+		"dataplane/monitor":       {"cmd/"},
+	}
+	for pkg, bad := range forbidden {
+		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			rel, ours := strings.CutPrefix(dep, mod)
+			if !ours || rel == pkg {
+				continue
+			}
+			for _, b := range bad {
+				if strings.HasPrefix(rel, b) && !strings.HasPrefix(rel, pkg+"/") {
+					t.Errorf("%s imports %s, which the import graph forbids", pkg, rel)
+				}
+			}
+		}
+	}
+}
