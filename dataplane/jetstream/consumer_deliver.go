@@ -1,7 +1,6 @@
 package jetstream
 
 import (
-	"bytes"
 	"slices"
 	"strconv"
 	"time"
@@ -316,8 +315,16 @@ func (c *consumer) readAheadLocked(durable uint64) (store.Message, bool, bool) {
 		end := min(durable+1, from+readAhead)
 		err := c.s.ap.st.ScanMsgs(c.s.id, from, end, func(m *store.Message) error {
 			if c.matches(m.Subject) {
-				c.mu.ahead = append(c.mu.ahead, store.Message{Seq: m.Seq, Subject: m.Subject,
-					Header: bytes.Clone(m.Header), Data: bytes.Clone(m.Data), Time: m.Time, TTL: m.TTL})
+				// The scan's slices are reused: copy headers and data into
+				// one allocation.
+				buf := make([]byte, len(m.Header)+len(m.Data))
+				n := copy(buf, m.Header)
+				copy(buf[n:], m.Data)
+				cp := store.Message{Seq: m.Seq, Subject: m.Subject, Data: buf[n:], Time: m.Time, TTL: m.TTL}
+				if n > 0 {
+					cp.Header = buf[:n:n]
+				}
+				c.mu.ahead = append(c.mu.ahead, cp)
 			}
 			return nil
 		})
