@@ -50,34 +50,6 @@ func appendHeaderBlock(dst []byte, status string, kv ...string) []byte {
 	return append(dst, "\r\n"...)
 }
 
-// removeHeader returns hdr without key's line(s); hdr is not modified. An
-// empty block (no headers left) is returned as nil.
-func removeHeader(hdr []byte, key string) []byte {
-	if headerValue(hdr, key) == nil {
-		return hdr
-	}
-	i := bytes.Index(hdr, []byte("\r\n"))
-	out := append([]byte(nil), hdr[:i+2]...)
-	rest := hdr[i+2:]
-	kept := 0
-	for len(rest) > 0 {
-		end := bytes.Index(rest, []byte("\r\n"))
-		if end <= 0 {
-			break
-		}
-		line := rest[:end]
-		if !(len(line) > len(key) && line[len(key)] == ':' && string(line[:len(key)]) == key) {
-			out = append(append(out, line...), "\r\n"...)
-			kept++
-		}
-		rest = rest[end+2:]
-	}
-	if kept == 0 && bytes.Equal(hdr[:i], []byte("NATS/1.0")) {
-		return nil
-	}
-	return append(out, "\r\n"...)
-}
-
 // addHeader returns a copy of hdr (possibly empty) with key: value added.
 func addHeader(hdr []byte, key, value string) []byte {
 	out := make([]byte, 0, len(hdr)+len(key)+len(value)+16)

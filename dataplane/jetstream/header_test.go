@@ -21,10 +21,4 @@ func TestHeaderValue(t *testing.T) {
 	if got := string(appendHeaderBlock(nil, "404", "A", "b")); got != "NATS/1.0 404\r\nA: b\r\n\r\n" {
 		t.Fatalf("block = %q", got)
 	}
-	if got := string(removeHeader(hdr, "X")); got != "NATS/1.0\r\nNats-Msg-Id: abc\r\nNats-Expected-Last-Sequence:  7 \r\n\r\n" {
-		t.Fatalf("removed = %q", got)
-	}
-	if got := removeHeader([]byte("NATS/1.0\r\nX: 1\r\n\r\n"), "X"); got != nil {
-		t.Fatalf("removing the only header = %q", got)
-	}
 }

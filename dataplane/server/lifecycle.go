@@ -172,9 +172,6 @@ func (c *client) close(reason string, flush bool) {
 // write deadline.
 const maxCloseFlush = 2 * time.Second
 
-// closeFlushing is close with the queue drained first.
-func (c *client) closeFlushing(reason string) { c.close(reason, true) }
-
 // schedulePing arms the server PING that detects dead peers.
 func (c *client) schedulePing() {
 	iv := c.srv.opts.PingInterval

@@ -189,7 +189,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		ln.Close()
 	}
 	for _, c := range clients {
-		c.closeFlushing(reasonServerShutdown)
+		c.close(reasonServerShutdown, true)
 	}
 	waited := make(chan struct{})
 	go func() {
