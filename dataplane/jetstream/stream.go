@@ -196,8 +196,14 @@ func (s *stream) info(req *api.StreamInfoRequest) (*api.StreamInfo, *api.Error) 
 		}
 	}
 	if st.Msgs > 0 {
-		n := 0
-		s.ap.st.SubjectStates(s.id, ">", func(store.SubjectState) error { n++; return nil })
+		// Streams that keep per-subject summaries (KV buckets, any
+		// per-subject limit) know the count; others scan the index.
+		s.mu.Lock()
+		n, known := len(s.mu.subjects), s.mu.subjects != nil
+		s.mu.Unlock()
+		if !known {
+			s.ap.st.SubjectStates(s.id, ">", func(store.SubjectState) error { n++; return nil })
+		}
 		si.State.NumSubjects = n
 	}
 	return si, nil
