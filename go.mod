@@ -6,6 +6,7 @@ require (
 	github.com/RaduBerinde/btreemap v0.0.0-20250419174037-3d62b7205d54
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/nats-io/jsm.go v0.5.0
+	github.com/nats-io/jwt/v2 v2.8.3
 	github.com/nats-io/nats.go v1.55.0
 	github.com/nats-io/nkeys v0.4.17
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
