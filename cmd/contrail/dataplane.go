@@ -18,6 +18,7 @@ import (
 	"github.com/contrail/contrail/dataplane/config"
 	"github.com/contrail/contrail/dataplane/jetstream"
 	"github.com/contrail/contrail/dataplane/monitor"
+	"github.com/contrail/contrail/dataplane/resolver"
 	"github.com/contrail/contrail/dataplane/server"
 	"github.com/contrail/contrail/dataplane/store"
 )
@@ -31,6 +32,7 @@ type dataplaneFlags struct {
 	tlsCert, tlsKey                            string
 	logLevel                                   string
 	pprofAddr                                  string
+	operator, resolver, systemAccount          string
 	set                                        map[string]bool
 }
 
@@ -46,6 +48,9 @@ func parseDataplaneFlags(args []string, stderr io.Writer) (*dataplaneFlags, erro
 	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.StringVar(&f.pprofAddr, "pprof-addr", "", "serve Go profiling (net/http/pprof) on this address; off by default")
+	fs.StringVar(&f.operator, "operator", "", "operator JWT file: turns on operator mode (accounts and users from JWTs)")
+	fs.StringVar(&f.resolver, "resolver", "", "account resolver base URL; the account key is appended (URL(...) and MEMORY also accepted)")
+	fs.StringVar(&f.systemAccount, "system-account", "", "system account public key (default: the operator JWT's)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -92,13 +97,22 @@ func (f *dataplaneFlags) options() (*config.Options, error) {
 		}
 		opts.TLS.CertFile, opts.TLS.KeyFile = f.tlsCert, f.tlsKey
 	}
+	if f.operator != "" {
+		opts.Operator = f.operator
+	}
+	if f.resolver != "" {
+		opts.Resolver = f.resolver
+	}
+	if f.systemAccount != "" {
+		opts.SystemAccount = f.systemAccount
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.Operator != "" || opts.Resolver != "" || opts.SystemAccount != "" {
+	if opts.Operator == "" && (opts.Resolver != "" || opts.SystemAccount != "" || len(opts.ResolverPreload) > 0) {
 		// Starting in open mode when the file asks for operator mode would
 		// serve every client without authentication.
-		return nil, errors.New("operator, resolver and system_account: operator mode is not available in this version; remove them to run in open mode")
+		return nil, errors.New("resolver and system_account need an operator (--operator or `operator` in the config)")
 	}
 	return opts, nil
 }
@@ -170,11 +184,20 @@ func serveDataplane(ctx context.Context, opts *config.Options, dataDir string, l
 	if err != nil {
 		return err
 	}
+	var res *resolver.Resolver
+	if opts.Operator != "" {
+		if res, err = enableOperatorMode(srv, opts, dataDir, log); err != nil {
+			return err
+		}
+	}
 	js, err := startJetStream(opts, dataDir, srv, log)
 	if err != nil {
 		return err
 	}
 	defer js.close()
+	if res != nil {
+		go loadStoredAccounts(srv, res, log)
+	}
 	if err := srv.Listen(); err != nil {
 		return err
 	}
@@ -268,7 +291,9 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 		js.close()
 		return nil, err
 	}
-	if err := js.engine.EnableAccount(srv.GlobalAccount()); err != nil {
+	if srv.InOperatorMode() {
+		srv.SetAccountHooks(&accountHooks{js: js.engine, log: log})
+	} else if err := js.engine.EnableAccount(srv.GlobalAccount()); err != nil {
 		js.close()
 		return nil, err
 	}

@@ -44,6 +44,7 @@ var topFields = map[string]field[Options]{
 	"accounts_resolver": resolverField,
 	"system_account":    stringField(func(o *Options) *string { return &o.SystemAccount }),
 	"system":            stringField(func(o *Options) *string { return &o.SystemAccount }),
+	"resolver_preload":  resolverPreloadField,
 }
 
 // topUnsupported are nats-server top-level keys Contrail does not
@@ -59,7 +60,7 @@ var topUnsupported = setOf(
 	"max_subscription_tokens", "max_traced_msg_len",
 	"disable_sublist_cache", "no_sublist_cache", "ocsp", "ocsp_cache",
 	"lame_duck_duration", "lame_duck_grace_period",
-	"resolver_tls", "resolver_preload", "resolver_pinned_accounts",
+	"resolver_tls", "resolver_pinned_accounts",
 	"no_system_account", "no_system", "no_sys_acc", "no_header_support",
 	"trusted", "trusted_keys", "connect_error_reports",
 	"reconnect_error_reports", "server_tags", "default_js_domain",
@@ -108,4 +109,23 @@ func resolverField(d *decoder, o *Options, path string, v *conf.Value) {
 		return
 	}
 	stringField(func(o *Options) *string { return &o.Resolver })(d, o, path, v)
+}
+
+// resolverPreloadField reads `resolver_preload { <account key>: <jwt> }`,
+// which nsc writes for memory resolvers.
+func resolverPreloadField(d *decoder, o *Options, path string, v *conf.Value) {
+	if v.Kind != conf.KindMap {
+		d.typeErr(path, v, "map")
+		return
+	}
+	if o.ResolverPreload == nil {
+		o.ResolverPreload = map[string]string{}
+	}
+	for _, e := range v.Map.Entries() {
+		if e.Value.Kind != conf.KindString {
+			d.typeErr(path+"."+e.Key, e.Value, "string")
+			continue
+		}
+		o.ResolverPreload[e.Key] = e.Value.Str
+	}
 }

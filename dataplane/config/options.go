@@ -69,11 +69,15 @@ type Options struct {
 	// JetStream is nil when the file does not mention JetStream.
 	JetStream *JetStreamOptions
 
-	// Operator, Resolver and SystemAccount are kept verbatim for the
-	// decentralised-auth work that will interpret them.
-	Operator      string
-	Resolver      string
-	SystemAccount string
+	// Operator is the operator JWT, or a file holding it; set, it turns on
+	// operator mode. Resolver is "URL(<base url>)" or "MEMORY" as in
+	// nats-server; ResolverPreload holds account JWTs by key.
+	// SystemAccount is the system account's public key (the operator
+	// JWT's system_account when empty).
+	Operator        string
+	Resolver        string
+	ResolverPreload map[string]string
+	SystemAccount   string
 }
 
 // TLSOptions is the client-facing TLS setup. File paths are relative to

@@ -3,6 +3,9 @@ package server
 import (
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
 
 	"github.com/contrail/contrail/dataplane/subject"
 )
@@ -21,14 +24,50 @@ type Account struct {
 
 	watchMu sync.Mutex
 	watches []*interestWatch // guarded by watchMu
+
+	// claims is the account's current JWT (nil in open mode); limits is
+	// what the server enforces from it.
+	claims atomic.Pointer[jwt.AccountClaims]
+	limits atomic.Pointer[accountLimits]
+
+	cmu struct {
+		sync.Mutex
+		clients map[*client]struct{} // authenticated clients; guarded by cmu
+		// closed totals the counters of the account's closed clients,
+		// so account statistics survive disconnects.
+		closed   ConnTotals // guarded by cmu
+		total    uint64     // connections ever made; guarded by cmu
+		expiry   *time.Timer
+		disabled bool // the account JWT expired or was deleted; guarded by cmu
+	}
+}
+
+// accountLimits are the NATS (not JetStream) limits of an account JWT;
+// -1 means unlimited.
+type accountLimits struct {
+	conns, subs, payload int64
+}
+
+var unlimitedAccount = &accountLimits{conns: -1, subs: -1, payload: -1}
+
+// ConnTotals are message and byte counters summed over connections.
+type ConnTotals struct {
+	InMsgs, OutMsgs, InBytes, OutBytes uint64
 }
 
 // clientSubs is the number of client subscriptions in the account.
 func (a *Account) clientSubs() int { return a.subs.Count() - int(a.internal.Load()) }
 
 func newAccount(srv *Server, name string) *Account {
-	return &Account{name: name, srv: srv, subs: subject.NewIndex[*subscription]()}
+	a := &Account{name: name, srv: srv, subs: subject.NewIndex[*subscription]()}
+	a.limits.Store(unlimitedAccount)
+	a.cmu.clients = map[*client]struct{}{}
+	return a
 }
+
+// Claims is the account's current JWT claims; nil in open mode. Callers
+// must not modify them.
+func (a *Account) Claims() *jwt.AccountClaims { return a.claims.Load() }
 
 // Name identifies the account ("$G" in open mode, else its public key).
 func (a *Account) Name() string { return a.name }

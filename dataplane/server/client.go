@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/jwt/v2"
 
 	"github.com/contrail/contrail/dataplane/protocol"
 	"github.com/contrail/contrail/dataplane/subject"
@@ -63,6 +66,15 @@ type client struct {
 
 	opts connectOpts // read loop
 
+	// Operator mode. nonce is fixed at accept; the rest is set by the read
+	// loop at CONNECT, before any subscription exists, and read-only
+	// after.
+	nonce []byte
+	authed atomic.Bool
+	mpay   int64 // max payload for this user; <= 0 means the server's
+	msubs  int64 // max subscriptions; < 0 means unlimited
+	perms  *permissions
+
 	mu struct {
 		sync.Mutex
 		subs      map[string]*subscription // by sid; guarded by mu
@@ -75,6 +87,10 @@ type client struct {
 		pingSent  time.Time                // guarded by mu
 		tlsState  *tls.ConnectionState     // guarded by mu
 		pingTimer *time.Timer              // guarded by mu
+		authTimer *time.Timer              // guarded by mu
+		expiry    *time.Timer              // user JWT expiry; guarded by mu
+		user      *jwt.UserClaims          // operator mode; guarded by mu
+		account   string                   // guarded by mu
 	}
 
 	inMsgs, outMsgs, inBytes, outBytes atomic.Uint64
@@ -96,7 +112,12 @@ func (s *Server) newClient(conn net.Conn) *client {
 	}
 	c.sender = sender{srv: s, from: c}
 	c.echo.Store(true)
+	c.msubs = -1
 	c.mu.subs = make(map[string]*subscription)
+	c.mu.account = s.global.name
+	if s.op != nil {
+		c.nonce = newNonce()
+	}
 	if ta, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
 		c.host, c.port = ta.IP.String(), ta.Port
 	}
@@ -151,6 +172,17 @@ func (s *Server) handle(conn net.Conn) {
 	}()
 	c.logger().Debug("client connected")
 	c.schedulePing()
+	if s.op != nil {
+		c.mu.Lock()
+		c.mu.authTimer = time.AfterFunc(authTimeout, func() {
+			if !c.authed.Load() {
+				c.logger().Info("no CONNECT in time, closing")
+				c.sendErr(errTextAuthTimeout)
+				c.close(reasonAuthTimeout, true)
+			}
+		})
+		c.mu.Unlock()
+	}
 	c.readLoop()
 }
 
@@ -329,6 +361,13 @@ func (c *client) protocolError(err error) {
 
 // process handles one operation; false means the connection is done.
 func (c *client) process(op *protocol.Op) bool {
+	if c.srv.op != nil && op.Kind != protocol.KindConnect && !c.authed.Load() {
+		// Nothing but CONNECT is served before a client authenticates.
+		c.logger().Warn("operation before CONNECT in operator mode, closing")
+		c.sendErr(errTextAuthViolation)
+		c.close(reasonAuthViolation, true)
+		return false
+	}
 	switch op.Kind {
 	case protocol.KindPub, protocol.KindHPub:
 		return c.processPub(op)
@@ -369,6 +408,28 @@ func (c *client) processConnect(arg []byte) bool {
 		c.close(reasonProtocol, true)
 		return false
 	}
+	if c.srv.op != nil {
+		if c.authed.Load() {
+			c.ok() // a second CONNECT cannot change who the client is
+			return true
+		}
+		if err := c.authenticate(&opts); err != nil {
+			c.logger().Warn("authentication failed", "err", err)
+			text, reason := errTextAuthViolation, reasonAuthViolation
+			if errors.Is(err, errConnLimit) {
+				text, reason = errTextAccountConns, reasonAccountConns
+			}
+			c.sendErr(text)
+			c.close(reason, true)
+			return false
+		}
+		c.authed.Store(true)
+		c.mu.Lock()
+		if c.mu.authTimer != nil {
+			c.mu.authTimer.Stop()
+		}
+		c.mu.Unlock()
+	}
 	c.opts = opts
 	c.headers.Store(opts.Headers)
 	c.echo.Store(opts.Echo)
@@ -390,6 +451,17 @@ func (c *client) processPub(op *protocol.Op) bool {
 	if c.opts.Pedantic && !subject.ValidLiteral(op.Subject) {
 		c.queue(protocol.AppendErr(nil, protocol.ErrTextInvalidPublish))
 		c.pcd = append(c.pcd, c)
+	}
+	if c.mpay > 0 && int64(len(op.Msg)) > c.mpay {
+		c.logger().Warn("payload over the user's limit, closing", "size", len(op.Msg), "max", c.mpay)
+		c.sendErr(errTextMaxPayloadVio)
+		c.close(reasonMaxPayload, true)
+		return false
+	}
+	if c.perms != nil && !c.perms.canPublish(string(op.Subject), time.Now()) {
+		c.queue(protocol.AppendErr(nil, fmt.Sprintf("Permissions Violation for Publish to %q", op.Subject)))
+		c.pcd = append(c.pcd, c)
+		return true
 	}
 	c.inMsgs.Add(1)
 	c.inBytes.Add(uint64(len(op.Msg)))
@@ -413,6 +485,15 @@ func (c *client) processSub(op *protocol.Op) {
 		c.pcd = append(c.pcd, c)
 		return
 	}
+	if c.perms != nil && !c.perms.canSubscribe(string(op.Subject), string(op.Queue)) {
+		text := fmt.Sprintf("Permissions Violation for Subscription to %q", op.Subject)
+		if len(op.Queue) > 0 {
+			text = fmt.Sprintf("Permissions Violation for Subscription to %q using queue %q", op.Subject, op.Queue)
+		}
+		c.queue(protocol.AppendErr(nil, text))
+		c.pcd = append(c.pcd, c)
+		return
+	}
 	sub := &subscription{
 		acc:     c.acc,
 		client:  c,
@@ -424,6 +505,13 @@ func (c *client) processSub(op *protocol.Op) {
 	if _, dup := c.mu.subs[string(op.SID)]; dup {
 		c.mu.Unlock()
 		c.ok()
+		return
+	}
+	if c.msubs >= 0 && int64(len(c.mu.subs)) >= c.msubs {
+		c.mu.Unlock()
+		c.logger().Warn("subscription limit reached", "max", c.msubs)
+		c.queue(protocol.AppendErr(nil, errTextMaxSubs))
+		c.pcd = append(c.pcd, c)
 		return
 	}
 	c.mu.subs[string(sub.sid)] = sub
@@ -480,7 +568,7 @@ func (c *client) unsubscribe(sub *subscription) {
 	}
 	c.mu.Unlock()
 	if ok && cur == sub {
-		c.acc.subs.Remove(string(sub.subject), string(sub.queue), sub)
+		sub.acc.subs.Remove(string(sub.subject), string(sub.queue), sub)
 	}
 }
 

@@ -45,6 +45,10 @@ func (s *Server) infoFor(c *client) []byte {
 		ClientID:   c.cid,
 		ClientIP:   c.host,
 	}
+	if s.op != nil {
+		info.AuthRequired = true
+		info.Nonce = string(c.nonce)
+	}
 	if d := s.jetstream.Load(); d != nil {
 		info.JetStream, info.Domain = true, *d
 	}

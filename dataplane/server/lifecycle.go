@@ -124,6 +124,11 @@ func (c *client) close(reason string, flush bool) {
 	if c.mu.pingTimer != nil {
 		c.mu.pingTimer.Stop()
 	}
+	for _, t := range []*time.Timer{c.mu.authTimer, c.mu.expiry} {
+		if t != nil {
+			t.Stop()
+		}
+	}
 	c.mu.Unlock()
 
 	o := c.out
@@ -161,7 +166,10 @@ func (c *client) close(reason string, flush bool) {
 		conn.Close()
 	}
 	for _, sub := range subs {
-		c.acc.subs.Remove(string(sub.subject), string(sub.queue), sub)
+		sub.acc.subs.Remove(string(sub.subject), string(sub.queue), sub)
+	}
+	if c.authed.Load() {
+		c.acc.removeClient(c)
 	}
 	c.srv.unregister(c)
 	c.logger().Debug("client closed", "reason", reason)

@@ -97,6 +97,15 @@ func (c *client) sendNoResponders(reply []byte) {
 // deferred to the end of the sender's batch, so many messages share one
 // write.
 func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) {
+	if sub.client != nil && sub.client.perms != nil {
+		p := sub.client.perms
+		if p.hasSubDeny() && p.deliverDenied(string(subj)) {
+			return
+		}
+		if len(reply) > 0 && p.resp != nil {
+			p.openReply(string(reply), time.Now())
+		}
+	}
 	if max := sub.max.Load(); max > 0 {
 		n := sub.delivered.Add(1)
 		if n > max {

@@ -38,6 +38,14 @@ type Server struct {
 	start  time.Time
 	global *Account
 
+	// Operator mode; all set before Serve and read-only after.
+	op    *OperatorMode
+	sys   *Account
+	hooks AccountHooks
+	accts accounts
+	// sysSeq numbers system replies and events.
+	sysSeq atomic.Uint64
+
 	nextCID atomic.Uint64
 	// jetstream holds the domain once JetStream serves; INFO announces it.
 	jetstream atomic.Pointer[string]

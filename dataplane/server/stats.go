@@ -53,6 +53,8 @@ type ConnInfo struct {
 	Lang            string
 	Version         string
 	Account         string
+	// User and NameTag are the user's public key and name (operator mode).
+	User, NameTag string
 	TLSVersion      string
 	TLSCipher       string
 }
@@ -88,7 +90,6 @@ func (c *client) info() ConnInfo {
 		OutMsgs:      c.outMsgs.Load(),
 		InBytes:      c.inBytes.Load(),
 		OutBytes:     c.outBytes.Load(),
-		Account:      c.acc.name,
 	}
 	c.out.mu.Lock()
 	ci.PendingBytes = c.out.mu.pending
@@ -97,6 +98,10 @@ func (c *client) info() ConnInfo {
 	defer c.mu.Unlock()
 	ci.RTT = c.mu.rtt
 	ci.Name, ci.Lang, ci.Version = c.mu.name, c.mu.lang, c.mu.version
+	ci.Account = c.mu.account
+	if uc := c.mu.user; uc != nil {
+		ci.User, ci.NameTag = uc.Subject, uc.Name
+	}
 	if st := c.mu.tlsState; st != nil {
 		ci.TLSVersion = tlsVersionName(st.Version)
 		ci.TLSCipher = tlsCipherName(st.CipherSuite)

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Claim update and lookup subjects in the system account, as nats-server
+// serves them: the control plane pushes every account change here.
+const (
+	subjClaimsUpdate    = "$SYS.REQ.CLAIMS.UPDATE"
+	subjAccClaimsUpdate = "$SYS.REQ.ACCOUNT.*.CLAIMS.UPDATE"
+	subjAccClaimsOld    = "$SYS.ACCOUNT.*.CLAIMS.UPDATE"
+	subjAccClaimsLookup = "$SYS.REQ.ACCOUNT.*.CLAIMS.LOOKUP"
+)
+
+// claimUpdateReply is nats-server's answer to a claim update.
+type claimUpdateReply struct {
+	Server *sysServerInfo     `json:"server"`
+	Data   *claimUpdateStatus `json:"data,omitempty"`
+	Error  *claimUpdateError  `json:"error,omitempty"`
+}
+
+type claimUpdateStatus struct {
+	Account string `json:"account,omitempty"`
+	Code    int    `json:"code"`
+	Message string `json:"message,omitempty"`
+}
+
+type claimUpdateError struct {
+	Account     string `json:"account,omitempty"`
+	Code        int    `json:"code"`
+	Description string `json:"description,omitempty"`
+}
+
+// sysServerInfo identifies the answering server in system replies.
+type sysServerInfo struct {
+	Name      string    `json:"name"`
+	Host      string    `json:"host"`
+	ID        string    `json:"id"`
+	Version   string    `json:"ver"`
+	JetStream bool      `json:"jetstream"`
+	Seq       uint64    `json:"seq"`
+	Time      time.Time `json:"time"`
+}
+
+func (s *Server) sysInfo() *sysServerInfo {
+	return &sysServerInfo{
+		Name: s.name, Host: s.opts.Host, ID: s.id, Version: Version,
+		JetStream: s.jetstream.Load() != nil, Seq: s.sysSeq.Add(1), Time: time.Now().UTC(),
+	}
+}
+
+// sysReply answers a system request with v as JSON.
+func (s *Server) sysReply(reply string, v any) {
+	if reply == "" || s.sys == nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("system reply", "err", err)
+		return
+	}
+	s.sys.Publish(reply, "", nil, b)
+}
+
+// startClaimServices subscribes the claim update and lookup services in
+// the system account. Only system users can reach them: every other
+// account's $SYS subjects are its own and lead nowhere.
+func (s *Server) startClaimServices() error {
+	update := func(subject, reply, _ []byte, msg []byte) {
+		token := strings.TrimSpace(string(msg))
+		want := ""
+		if parts := strings.Split(string(subject), "."); len(parts) == 6 {
+			want = parts[3] // $SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE
+		} else if len(parts) == 5 && parts[1] == "ACCOUNT" {
+			want = parts[2] // $SYS.ACCOUNT.<key>.CLAIMS.UPDATE
+		}
+		r := string(reply)
+		// Applying claims closes connections and updates JetStream: not
+		// on the publisher's goroutine.
+		go s.handleClaimUpdate(want, token, r)
+	}
+	for _, subj := range []string{subjClaimsUpdate, subjAccClaimsUpdate, subjAccClaimsOld} {
+		if _, err := s.sys.SubscribeInternal(subj, update); err != nil {
+			return err
+		}
+	}
+	_, err := s.sys.SubscribeInternal(subjAccClaimsLookup, func(subject, reply, _, _ []byte) {
+		parts := strings.Split(string(subject), ".")
+		r := string(reply)
+		go s.handleClaimLookup(parts[3], r)
+	})
+	return err
+}
+
+func (s *Server) handleClaimUpdate(want, token, reply string) {
+	acc, err := s.peekAccount(token)
+	if err == nil && want != "" && acc != want {
+		err = errWrongAccount
+	}
+	if err == nil {
+		acc, err = s.UpdateAccountClaims(token)
+	}
+	if err != nil {
+		s.log.Warn("claim update refused", "account", acc, "err", err)
+		s.sysReply(reply, &claimUpdateReply{Server: s.sysInfo(), Error: &claimUpdateError{
+			Account: acc, Code: http.StatusInternalServerError, Description: "jwt update resulted in error - " + err.Error(),
+		}})
+		return
+	}
+	s.sysReply(reply, &claimUpdateReply{Server: s.sysInfo(), Data: &claimUpdateStatus{
+		Account: acc, Code: http.StatusOK, Message: "jwt updated",
+	}})
+}
+
+// handleClaimLookup answers with the account's JWT as the node knows it.
+func (s *Server) handleClaimLookup(account, reply string) {
+	if reply == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	token, err := s.op.Resolver.Fetch(ctx, account)
+	if err != nil {
+		token = ""
+	}
+	s.sys.Publish(reply, "", nil, []byte(token))
+}
+
+// peekAccount reads which account a JWT is about, before verifying it.
+func (s *Server) peekAccount(token string) (string, error) {
+	ac, err := s.op.Trust.VerifyAccount(token, "", time.Now())
+	if err != nil {
+		return "", err
+	}
+	return ac.Subject, nil
+}
