@@ -18,8 +18,10 @@ func main() {
 const usage = `usage: contrail <command> [flags]
 
 commands:
-  dataplane   run a data-plane node (NATS protocol and JetStream)
-  version     print the version
+  dev           run the whole product on this machine: control plane, resolver and one node
+  controlplane  run the control plane (REST API, account resolver, provisioning)
+  dataplane     run a data-plane node (NATS protocol and JetStream)
+  version       print the version
 
 Run 'contrail <command> -h' for a command's flags.
 `
@@ -32,6 +34,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "dataplane":
 		return runDataplane(args[1:], stdout, stderr)
+	case "controlplane":
+		return runControlplane(args[1:], stdout, stderr)
+	case "dev":
+		return runDev(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "contrail %s (nats protocol %s)\n", version, serverVersion())
 		return 0

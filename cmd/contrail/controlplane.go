@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/contrail/contrail/controlplane"
+	"github.com/contrail/contrail/controlplane/provision"
+	"gopkg.in/yaml.v3"
+)
+
+// defaultCell is the cell `contrail controlplane` serves without --config.
+var defaultCell = provision.Cell{Name: "default", NatsURL: "nats://127.0.0.1:4222"}
+
+// controlplaneFlags are the flags of `contrail controlplane`; their names
+// are part of the product's contract.
+type controlplaneFlags struct {
+	httpAddr, dataDir, configFile, logLevel string
+}
+
+func parseControlplaneFlags(args []string, stderr io.Writer) (*controlplaneFlags, error) {
+	f := &controlplaneFlags{}
+	fs := flag.NewFlagSet("contrail controlplane", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "REST API and account resolver listen address (host:port)")
+	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory for the control plane's state and keys")
+	fs.StringVar(&f.configFile, "config", "", "YAML or JSON file listing the cells: {cells: [{name, nats_url}]}")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return f, nil
+}
+
+// readCells reads the cells file (YAML, so JSON too); unknown keys,
+// missing names or URLs and duplicate names are errors.
+func readCells(path string) ([]provision.Cell, error) {
+	if path == "" {
+		return []provision.Cell{defaultCell}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	var cfg struct {
+		Cells []struct {
+			Name    string `yaml:"name"`
+			NatsURL string `yaml:"nats_url"`
+		} `yaml:"cells"`
+	}
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("--config %s: %w", path, err)
+	}
+	seen := map[string]bool{}
+	var cells []provision.Cell
+	for i, c := range cfg.Cells {
+		switch {
+		case c.Name == "":
+			return nil, fmt.Errorf("--config %s: cells[%d].name is required", path, i)
+		case c.NatsURL == "":
+			return nil, fmt.Errorf("--config %s: cells[%d].nats_url is required", path, i)
+		case seen[c.Name]:
+			return nil, fmt.Errorf("--config %s: cells[%d].name %q is used twice", path, i, c.Name)
+		}
+		seen[c.Name] = true
+		cells = append(cells, provision.Cell{Name: c.Name, NatsURL: c.NatsURL})
+	}
+	if len(cells) == 0 {
+		return nil, fmt.Errorf("--config %s: no cells", path)
+	}
+	return cells, nil
+}
+
+func runControlplane(args []string, stdout, stderr io.Writer) int {
+	f, err := parseControlplaneFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	level, err := parseLevel(f.logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "contrail controlplane: %v\n", err)
+		return 2
+	}
+	cells, err := readCells(f.configFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "contrail controlplane: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cp, err := controlplane.Open(controlplane.Options{HTTPAddr: f.httpAddr, DataDir: f.dataDir, Cells: cells, Log: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "contrail controlplane: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "Contrail control plane: http://%s/v1 (contract: http://%s/openapi.yaml)\n", cp.Addr(), cp.Addr())
+	fmt.Fprintf(stdout, "Start data-plane nodes that trust it with:\n  contrail dataplane --operator %s --system-account %s --resolver %s\n",
+		cp.OperatorPath(), cp.Keys.SystemPub, cp.ResolverURL())
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := cp.Serve(ctx); err != nil {
+		log.Error("control plane stopped", "err", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/contrail/contrail/controlplane"
+	"github.com/contrail/contrail/controlplane/provision"
+	"github.com/contrail/contrail/dataplane/config"
+)
+
+// devFlags are the flags of `contrail dev`: the control plane's and the
+// data plane's listen addresses, one data dir for everything.
+type devFlags struct {
+	httpAddr, natsAddr, monitorAddr, dataDir, logLevel string
+}
+
+func parseDevFlags(args []string, stderr io.Writer) (*devFlags, error) {
+	f := &devFlags{}
+	fs := flag.NewFlagSet("contrail dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:8080", "REST API and account resolver listen address (host:port)")
+	fs.StringVar(&f.natsAddr, "nats-addr", "127.0.0.1:4222", "NATS client listen address (host:port)")
+	fs.StringVar(&f.monitorAddr, "monitor-addr", "127.0.0.1:8222", "data-plane monitoring HTTP address; empty disables it")
+	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory for all state: control plane, keys, streams")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return f, nil
+}
+
+// nodeOptions are the in-process node's options: the data plane's
+// defaults, the addresses, and operator mode trusting cp.
+func (f *devFlags) nodeOptions(cp *controlplane.ControlPlane) (*config.Options, error) {
+	opts := config.Default()
+	host, port, err := splitHostPort(f.natsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("--nats-addr: %w", err)
+	}
+	opts.Host, opts.Port = host, port
+	if f.monitorAddr == "" {
+		opts.HTTPPort = 0
+	} else {
+		mh, mp, err := splitHostPort(f.monitorAddr)
+		if err != nil {
+			return nil, fmt.Errorf("--monitor-addr: %w", err)
+		}
+		if mp == 0 {
+			mp = -1 // a free port, as nats-server spells it
+		}
+		opts.HTTPHost, opts.HTTPPort = mh, mp
+	}
+	opts.Operator = cp.OperatorPath()
+	opts.Resolver = "URL(" + cp.ResolverURL() + ")"
+	opts.SystemAccount = cp.Keys.SystemPub
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return opts, nil
+}
+
+func runDev(args []string, stdout, stderr io.Writer) int {
+	f, err := parseDevFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	level, err := parseLevel(f.logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "contrail dev: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	natsURL := "nats://" + f.natsAddr
+	cp, err := controlplane.Open(controlplane.Options{
+		HTTPAddr: f.httpAddr, DataDir: f.dataDir,
+		Cells: []provision.Cell{{Name: "dev", NatsURL: natsURL}},
+		Log:   log.With("plane", "control"),
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "contrail dev: %v\n", err)
+		return 1
+	}
+	opts, err := f.nodeOptions(cp)
+	if err != nil {
+		fmt.Fprintf(stderr, "contrail dev: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var cpErr, dpErr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer cancel()
+		cpErr = cp.Serve(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		defer cancel()
+		dpErr = serveDataplane(ctx, opts, filepath.Join(f.dataDir, "node"), log.With("plane", "data"))
+	}()
+	if err := waitListening(ctx, f.natsAddr); err == nil {
+		dev, err := cp.EnsureDevOrg(ctx)
+		if err != nil {
+			log.Error("creating the dev organization", "err", err)
+			cancel()
+		} else {
+			fmt.Fprintf(stdout, "Contrail dev is running (data in %s)\n", f.dataDir)
+			fmt.Fprintf(stdout, "  API:    http://%s/v1   (contract: http://%s/openapi.yaml)\n", cp.Addr(), cp.Addr())
+			fmt.Fprintf(stdout, "  NATS:   %s\n", natsURL)
+			fmt.Fprintf(stdout, "  creds:  %s   (try: nats --server %s --creds %s pub x y)\n", dev.CredsPath, natsURL, dev.CredsPath)
+			fmt.Fprintf(stdout, "  token:  %s   (an API token of the dev organization)\n", dev.TokenPath)
+			fmt.Fprintln(stdout, "Contrail dev is ready")
+		}
+	}
+	wg.Wait()
+	code := 0
+	for _, e := range []struct {
+		what string
+		err  error
+	}{{"control plane", cpErr}, {"data plane", dpErr}} {
+		if e.err != nil {
+			log.Error(e.what+" stopped", "err", e.err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// waitListening waits until addr accepts TCP connections or ctx ends.
+func waitListening(ctx context.Context, addr string) error {
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,147 @@
+// Package api is the control plane's REST API under /v1 (echo), the
+// account resolver data-plane nodes read, /healthz, /metrics and
+// /openapi.yaml. Handlers parse and validate every body strictly, answer
+// errors as application/problem+json, and never reveal whether another
+// organization's resource exists (404, never 403).
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/contrail/contrail/controlplane/auth"
+	"github.com/contrail/contrail/controlplane/provision"
+	"github.com/contrail/contrail/controlplane/records"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// CellReader answers usage questions about an account on its cell;
+// *provision.Cells is the real one.
+type CellReader interface {
+	Usage(ctx context.Context, cell, pub string) (*provision.Usage, error)
+	Streams(ctx context.Context, cell, pub string) ([]provision.Stream, error)
+}
+
+// Config is what the API is built from.
+type Config struct {
+	Repo     *records.Repo
+	Signer   *auth.Signer
+	Throttle *auth.Throttle
+	Prov     *provision.Provisioner
+	Cells    CellReader
+	// DefaultCell is where new accounts are placed.
+	DefaultCell string
+	// NatsURLs maps a cell to the URL its clients connect to.
+	NatsURLs map[string]string
+	// Spec is the OpenAPI document served at /openapi.yaml.
+	Spec []byte
+	Log  *slog.Logger
+	// Now is the clock; time.Now if nil.
+	Now func() time.Time
+}
+
+// Server is the HTTP API.
+type Server struct {
+	Config
+	log  *slog.Logger
+	echo *echo.Echo
+
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// New builds the API.
+func New(cfg Config) *Server {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{Config: cfg, log: cfg.Log}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.errorHandler
+	// Throttling is per client address: take it from the connection, not
+	// from headers a client can forge.
+	e.IPExtractor = echo.ExtractIPDirect()
+	s.echo = e
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "contrail_controlplane_http_requests_total",
+		Help: "HTTP requests by method, route and status.",
+	}, []string{"method", "route", "code"})
+	s.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "contrail_controlplane_http_request_duration_seconds",
+		Help:    "HTTP request latency by route.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"route"})
+	reg.MustRegister(s.requests, s.duration)
+	e.Use(s.observe)
+
+	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	e.GET("/openapi.yaml", func(c echo.Context) error { return c.Blob(http.StatusOK, "application/yaml", s.Spec) })
+	e.GET("/jwt/v1/accounts/:key", s.resolve)
+	e.GET("/jwt/v1/accounts/", s.resolverPing)
+
+	v1 := e.Group("/v1")
+	v1.POST("/signup", s.signup)
+	v1.POST("/login", s.login)
+	authed := v1.Group("", s.authenticate)
+	authed.POST("/tokens", s.createToken)
+	authed.GET("/tokens", s.listTokens)
+	authed.DELETE("/tokens/:id", s.deleteToken)
+	authed.GET("/accounts", s.listAccounts)
+	authed.POST("/accounts", s.createAccount)
+	authed.GET("/accounts/:id", s.getAccount)
+	authed.PATCH("/accounts/:id", s.patchAccount)
+	authed.DELETE("/accounts/:id", s.deleteAccount)
+	authed.GET("/accounts/:id/usage", s.usage)
+	authed.GET("/accounts/:id/streams", s.streams)
+	authed.POST("/accounts/:id/users", s.createUser)
+	authed.GET("/accounts/:id/users", s.listUsers)
+	authed.DELETE("/accounts/:id/users/:user_id", s.deleteUser)
+	// Anything else under /v1 needs a token too, so an unauthenticated
+	// caller learns nothing about which routes exist.
+	authed.Any("/*", func(c echo.Context) error { return echo.ErrNotFound })
+	return s
+}
+
+// ServeHTTP makes the Server an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// observe counts every request by route and status.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		s.requests.WithLabelValues(c.Request().Method, route, strconv.Itoa(c.Response().Status)).Inc()
+		s.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		return nil
+	}
+}
+
+// items is the envelope of every list.
+type items[T any] struct {
+	Items []T `json:"items"`
+}
+
+func list[T any](v []T) items[T] {
+	if v == nil {
+		v = []T{}
+	}
+	return items[T]{Items: v}
+}

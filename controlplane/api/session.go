@@ -1,0 +1,238 @@
+package api
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/contrail/contrail/controlplane/auth"
+	"github.com/contrail/contrail/controlplane/records"
+	"github.com/labstack/echo/v4"
+)
+
+// caller is who made an authenticated request.
+type caller struct {
+	PersonID string
+	OrgID    string
+	TokenID  string
+}
+
+const callerKey = "contrail.caller"
+
+func who(c echo.Context) caller { return c.Get(callerKey).(caller) }
+
+// authenticate requires a valid bearer token whose id is still in the
+// store: a deleted token is refused on its next request.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Request().Header.Get(echo.HeaderAuthorization)
+		scheme, token, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="contrail"`)
+			return unauthorized("an Authorization: Bearer <token> header is required")
+		}
+		claims, err := s.Signer.Verify(strings.TrimSpace(token), s.Now())
+		if err != nil {
+			return unauthorized("the token is invalid or expired")
+		}
+		rec, err := s.Repo.Token(claims.ID)
+		if errors.Is(err, records.ErrNotFound) || (err == nil && (rec.PersonID != claims.Subject || !rec.ExpiresAt.After(s.Now()))) {
+			return unauthorized("the token was revoked or has expired")
+		}
+		if err != nil {
+			return err
+		}
+		c.Set(callerKey, caller{PersonID: rec.PersonID, OrgID: rec.OrgID, TokenID: rec.ID})
+		return next(c)
+	}
+}
+
+type signupReq struct {
+	Email        string `json:"email"`
+	Password     string `json:"password"`
+	Organization string `json:"organization"`
+}
+
+type userView struct {
+	ID    string `json:"id"`
+	Email string `json:"email"`
+}
+
+type orgView struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+type signupResp struct {
+	Token        string    `json:"token"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	User         userView  `json:"user"`
+	Organization orgView   `json:"organization"`
+}
+
+func (s *Server) signup(c echo.Context) error {
+	var req signupReq
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if err := checkEmail(req.Email); err != nil {
+		return err
+	}
+	if err := checkPassword(req.Password); err != nil {
+		return err
+	}
+	if err := checkName("organization", req.Organization); err != nil {
+		return err
+	}
+	hash, err := auth.HashPassword(req.Password)
+	if err != nil {
+		return err
+	}
+	now := s.Now().UTC()
+	p := &records.Person{ID: records.NewID("usr"), Email: req.Email, PasswordHash: hash, CreatedAt: now}
+	o := &records.Org{ID: records.NewID("org"), Name: req.Organization, CreatedAt: now}
+	p.OrgID = o.ID
+	if err := s.Repo.SignUp(p, o); err != nil {
+		if errors.Is(err, records.ErrEmailTaken) {
+			return conflict("an account with this email already exists")
+		}
+		return err
+	}
+	s.log.Info("signed up", "person", p.ID, "org", o.ID)
+	token, exp, err := s.issue(records.KindSession, "session", p, auth.SessionTTL)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, signupResp{Token: token, ExpiresAt: exp,
+		User: userView{ID: p.ID, Email: p.Email}, Organization: orgView{ID: o.ID, Name: o.Name}})
+}
+
+// issue stores a token record and signs its JWT.
+func (s *Server) issue(kind, name string, p *records.Person, ttl time.Duration) (string, time.Time, error) {
+	now := s.Now().UTC().Truncate(time.Second)
+	exp := now.Add(ttl)
+	rec := &records.Token{ID: records.NewID("tok"), Kind: kind, Name: name, PersonID: p.ID, OrgID: p.OrgID,
+		CreatedAt: now, ExpiresAt: exp}
+	if err := s.Repo.PutToken(rec); err != nil {
+		return "", time.Time{}, err
+	}
+	token, err := s.Signer.Sign(rec.ID, kind, p.ID, p.OrgID, now, exp)
+	return token, exp, err
+}
+
+type loginReq struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+type loginResp struct {
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// dummyHash makes a login for an unknown email cost what a wrong password
+// costs, so timing does not tell which emails are registered.
+var dummyHash, _ = auth.HashPassword("contrail-dummy-password")
+
+func (s *Server) login(c echo.Context) error {
+	var req loginReq
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Email == "" {
+		return invalid("email", "is required")
+	}
+	if req.Password == "" {
+		return invalid("password", "is required")
+	}
+	keys := []string{"email:" + strings.ToLower(req.Email), "ip:" + c.RealIP()}
+	now := s.Now()
+	if wait := s.Throttle.Wait(now, keys...); wait > 0 {
+		return tooManyRequests(int(math.Ceil(wait.Seconds())))
+	}
+	p, err := s.Repo.PersonByEmail(req.Email)
+	hash := dummyHash
+	if err == nil {
+		hash = p.PasswordHash
+	}
+	if cerr := auth.CheckPassword(hash, req.Password); cerr != nil || err != nil {
+		s.Throttle.Fail(now, keys...)
+		return unauthorized("wrong email or password")
+	}
+	s.Throttle.Succeed(keys...)
+	token, exp, err := s.issue(records.KindSession, "session", p, auth.SessionTTL)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, loginResp{Token: token, ExpiresAt: exp})
+}
+
+type tokenReq struct {
+	Name       string `json:"name"`
+	TTLSeconds *int64 `json:"ttl_seconds"`
+}
+
+type tokenView struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Token     string    `json:"token,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+func (s *Server) createToken(c echo.Context) error {
+	var req tokenReq
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if err := checkName("name", req.Name); err != nil {
+		return err
+	}
+	ttl := auth.DefaultAPITTL
+	if req.TTLSeconds != nil {
+		if *req.TTLSeconds <= 0 || *req.TTLSeconds > int64(auth.MaxAPITTL/time.Second) {
+			return invalid("ttl_seconds", "must be between 1 and 31536000 (one year)")
+		}
+		ttl = time.Duration(*req.TTLSeconds) * time.Second
+	}
+	me := who(c)
+	p, err := s.Repo.Person(me.PersonID)
+	if err != nil {
+		return err
+	}
+	token, exp, err := s.issue(records.KindAPI, req.Name, p, ttl)
+	if err != nil {
+		return err
+	}
+	claims, err := s.Signer.Verify(token, s.Now())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, tokenView{ID: claims.ID, Name: req.Name, Token: token,
+		CreatedAt: claims.IssuedAt.UTC(), ExpiresAt: exp})
+}
+
+func (s *Server) listTokens(c echo.Context) error {
+	toks, err := s.Repo.Tokens(who(c).PersonID, records.KindAPI)
+	if err != nil {
+		return err
+	}
+	out := make([]tokenView, 0, len(toks))
+	for _, t := range toks {
+		out = append(out, tokenView{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt})
+	}
+	return c.JSON(http.StatusOK, list(out))
+}
+
+func (s *Server) deleteToken(c echo.Context) error {
+	err := s.Repo.DeleteToken(who(c).PersonID, c.Param("id"))
+	if errors.Is(err, records.ErrNotFound) {
+		return notFound("token")
+	}
+	if err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -1,0 +1,98 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/contrail/contrail/controlplane/auth"
+	"github.com/contrail/contrail/controlplane/records"
+	"github.com/contrail/contrail/tenant"
+)
+
+// Files `contrail dev` writes on first start.
+const (
+	DevCredsFile = "dev.creds"
+	DevTokenFile = "dev.token"
+)
+
+// DevOrg is what EnsureDevOrg made or found.
+type DevOrg struct {
+	CredsPath string // a creds file for the dev account's first user
+	TokenPath string // an API token of the dev organization
+}
+
+// EnsureDevOrg creates, on first start only, a "dev" organization with one
+// account and one user, and writes the user's creds file and an API token
+// for the organization into the data dir, so a local run is usable at
+// once. Later starts find the files and change nothing.
+func (cp *ControlPlane) EnsureDevOrg(ctx context.Context) (*DevOrg, error) {
+	d := &DevOrg{
+		CredsPath: filepath.Join(cp.opts.DataDir, DevCredsFile),
+		TokenPath: filepath.Join(cp.opts.DataDir, DevTokenFile),
+	}
+	done, err := cp.Repo.Flag("dev-org")
+	if err != nil || done {
+		return d, err
+	}
+	if err := cp.createDevOrg(ctx, d); err != nil {
+		return nil, err
+	}
+	return d, cp.Repo.SetFlag("dev-org")
+}
+
+func (cp *ControlPlane) createDevOrg(ctx context.Context, d *DevOrg) error {
+	now := time.Now().UTC().Truncate(time.Second)
+	o := &records.Org{ID: records.NewID("org"), Name: "dev", CreatedAt: now}
+	// The dev person cannot log in (no password matches "!"); the API
+	// token is how to act for the dev organization.
+	p := &records.Person{ID: records.NewID("usr"), Email: "dev@contrail.localhost", PasswordHash: "!", OrgID: o.ID, CreatedAt: now}
+	if err := cp.Repo.SignUp(p, o); err != nil && !errors.Is(err, records.ErrEmailTaken) {
+		return fmt.Errorf("dev organization: %w", err)
+	}
+	pub, seed, err := tenant.NewAccountKey()
+	if err != nil {
+		return err
+	}
+	a := &records.Account{ID: records.NewID("acc"), OrgID: o.ID, Name: "dev", PublicKey: pub, Seed: seed,
+		Cell: cp.opts.Cells[0].Name, Limits: tenant.DefaultLimits(), CreatedAt: now}
+	if err := cp.Prov.Change(a); err != nil {
+		return err
+	}
+	if err := cp.Repo.CreateAccount(a); err != nil {
+		return err
+	}
+	// The cell may not be connected yet; the reconcile loop catches up,
+	// and a node fetches the account from the resolver on first connect.
+	if err := cp.Prov.Sync(ctx, o.ID, a.ID); err != nil {
+		cp.log.Debug("dev account: first push deferred", "err", err)
+	}
+	issued, err := tenant.IssueUser(seed, tenant.UserSpec{Name: "dev"})
+	if err != nil {
+		return err
+	}
+	if err := cp.Repo.PutUser(&records.NatsUser{ID: records.NewID("nu"), AccountID: a.ID, Name: "dev",
+		PublicKey: issued.PublicKey, CreatedAt: now}); err != nil {
+		return err
+	}
+	if err := os.WriteFile(d.CredsPath, issued.Creds, 0o600); err != nil {
+		return fmt.Errorf("writing dev creds: %w", err)
+	}
+	tok := &records.Token{ID: records.NewID("tok"), Kind: records.KindAPI, Name: "dev", PersonID: p.ID, OrgID: o.ID,
+		CreatedAt: now, ExpiresAt: now.Add(auth.MaxAPITTL)}
+	if err := cp.Repo.PutToken(tok); err != nil {
+		return err
+	}
+	token, err := cp.api.Signer.Sign(tok.ID, tok.Kind, p.ID, o.ID, now, tok.ExpiresAt)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(d.TokenPath, []byte(token+"\n"), 0o600); err != nil {
+		return fmt.Errorf("writing dev token: %w", err)
+	}
+	cp.log.Info("created the dev organization", "account", a.ID, "public_key", pub)
+	return nil
+}

@@ -1,0 +1,142 @@
+package provision
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/contrail/contrail/tenant"
+	"github.com/nats-io/nats.go"
+)
+
+// ErrCellUnavailable means a cell did not answer in time: it is down,
+// unreachable, or not yet connected. Callers answer 503.
+var ErrCellUnavailable = errors.New("cell unavailable")
+
+// ErrUnknownCell names a cell that is not configured.
+var ErrUnknownCell = errors.New("unknown cell")
+
+// ErrRejected means a cell refused a pushed account JWT.
+var ErrRejected = errors.New("cell rejected the account jwt")
+
+// Cell is a data-plane cluster the control plane provisions accounts on.
+type Cell struct {
+	Name    string `json:"name"`
+	NatsURL string `json:"nats_url"`
+}
+
+// Cells holds one system-user connection per cell. Connections retry
+// forever in the background, so a cell that is down when the control
+// plane starts is reached once it comes up.
+type Cells struct {
+	conns   map[string]*nats.Conn
+	names   []string
+	timeout time.Duration
+}
+
+// Dial connects to every cell as the system user. onReconnect runs
+// whenever a connection to a cell is (re)established, so pushes that
+// failed can be retried at once.
+func Dial(cells []Cell, keys *Keys, onReconnect func(cell string), log *slog.Logger) (*Cells, error) {
+	token, kp, err := tenant.ParseCreds(keys.systemUser.Creds)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cells{conns: map[string]*nats.Conn{}, timeout: 2 * time.Second}
+	for _, cell := range cells {
+		cell := cell
+		nc, err := nats.Connect(cell.NatsURL,
+			nats.Name("contrail-controlplane"),
+			nats.UserJWT(func() (string, error) { return token, nil }, kp.Sign),
+			nats.RetryOnFailedConnect(true),
+			nats.MaxReconnects(-1),
+			nats.ReconnectWait(250*time.Millisecond),
+			nats.ConnectHandler(func(*nats.Conn) {
+				log.Info("connected to cell", "cell", cell.Name, "url", cell.NatsURL)
+				onReconnect(cell.Name)
+			}),
+			nats.ReconnectHandler(func(*nats.Conn) {
+				log.Info("reconnected to cell", "cell", cell.Name)
+				onReconnect(cell.Name)
+			}),
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				if err != nil {
+					log.Warn("lost cell", "cell", cell.Name, "err", err)
+				}
+			}),
+		)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("cell %s (%s): %w", cell.Name, cell.NatsURL, err)
+		}
+		c.conns[cell.Name] = nc
+		c.names = append(c.names, cell.Name)
+	}
+	sort.Strings(c.names)
+	return c, nil
+}
+
+// Names lists the configured cells.
+func (c *Cells) Names() []string { return c.names }
+
+// Close closes every connection.
+func (c *Cells) Close() {
+	for _, nc := range c.conns {
+		nc.Close()
+	}
+}
+
+// request sends a system request to cell and returns the reply.
+func (c *Cells) request(ctx context.Context, cell, subject string, body []byte) ([]byte, error) {
+	nc, ok := c.conns[cell]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownCell, cell)
+	}
+	if !nc.IsConnected() {
+		return nil, fmt.Errorf("%w: %s: not connected", ErrCellUnavailable, cell)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	msg, err := nc.RequestWithContext(ctx, subject, body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %s: %v", ErrCellUnavailable, cell, subject, err)
+	}
+	return msg.Data, nil
+}
+
+// apiError is the error half of nats-server's system API replies.
+type apiError struct {
+	Account     string `json:"account,omitempty"`
+	Code        int    `json:"code"`
+	Description string `json:"description"`
+}
+
+// Push sends an account JWT to its cell on
+// $SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE and checks the reply.
+func (c *Cells) Push(ctx context.Context, cell, pub, jwt string) error {
+	data, err := c.request(ctx, cell, "$SYS.REQ.ACCOUNT."+pub+".CLAIMS.UPDATE", []byte(jwt))
+	if err != nil {
+		return err
+	}
+	var reply struct {
+		Data *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"data"`
+		Error *apiError `json:"error"`
+	}
+	if err := json.Unmarshal(data, &reply); err != nil {
+		return fmt.Errorf("%w: %s: unreadable reply %q", ErrRejected, cell, data)
+	}
+	if reply.Error != nil {
+		return fmt.Errorf("%w: %s: %d %s", ErrRejected, cell, reply.Error.Code, reply.Error.Description)
+	}
+	if reply.Data == nil || reply.Data.Code != 200 {
+		return fmt.Errorf("%w: %s: reply %q", ErrRejected, cell, data)
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/contrail/contrail/controlplane/records"
+)
+
+// Pusher sends account JWTs to cells; *Cells is the real one.
+type Pusher interface {
+	Push(ctx context.Context, cell, pub, jwt string) error
+}
+
+// Provisioner keeps cells in step with the records: every change to an
+// account bumps its generation and re-signs its JWT; Sync pushes the
+// latest JWT and records the generation the cell acknowledged; Run retries
+// whatever is behind. Pushing is idempotent: a cell that gets the same JWT
+// twice keeps it.
+//
+// Pushes of one account are serialized (a per-account lock held across
+// the push), and each push sends the record's latest JWT, so a cell never
+// ends on an older JWT than the last one acknowledged.
+type Provisioner struct {
+	Keys   *Keys
+	repo   *records.Repo
+	pusher Pusher
+	log    *slog.Logger
+	now    func() time.Time
+	kick   chan struct{}
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex // by account id; guarded by mu
+}
+
+// New returns a Provisioner.
+func New(keys *Keys, repo *records.Repo, pusher Pusher, log *slog.Logger) *Provisioner {
+	return &Provisioner{Keys: keys, repo: repo, pusher: pusher, log: log, now: time.Now,
+		kick: make(chan struct{}, 1), locks: map[string]*sync.Mutex{}}
+}
+
+// SetPusher sets the pusher after construction (cells are dialled with a
+// callback into the provisioner).
+func (p *Provisioner) SetPusher(pusher Pusher) { p.pusher = pusher }
+
+// Change re-signs the account after change modified it and bumps its
+// generation, inside the repo's update. Use it as (or inside) the change
+// function of records.Repo.UpdateAccount.
+func (p *Provisioner) Change(a *records.Account) error {
+	token, err := p.Keys.SignAccount(a, p.now())
+	if err != nil {
+		return err
+	}
+	a.JWT = token
+	a.Generation++
+	return nil
+}
+
+func (p *Provisioner) lock(id string) *sync.Mutex {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.locks[id]
+	if l == nil {
+		l = &sync.Mutex{}
+		p.locks[id] = l
+	}
+	return l
+}
+
+// Sync pushes the account's latest JWT to its cell and records it as
+// pushed; a deleted account is purged once its cell has the disabling JWT.
+// On failure the account stays behind and Run retries it.
+func (p *Provisioner) Sync(ctx context.Context, orgID, id string) error {
+	l := p.lock(id)
+	l.Lock()
+	defer l.Unlock()
+	a, err := p.repo.AccountRecord(orgID, id)
+	if errors.Is(err, records.ErrNotFound) {
+		return nil // purged meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	if a.Pushed >= a.Generation {
+		return nil
+	}
+	if p.pusher == nil {
+		return fmt.Errorf("%w: no cells", ErrCellUnavailable)
+	}
+	if err := p.pusher.Push(ctx, a.Cell, a.PublicKey, a.JWT); err != nil {
+		return fmt.Errorf("pushing account %s to %s: %w", a.ID, a.Cell, err)
+	}
+	if a.Deleted {
+		if err := p.repo.PurgeAccount(orgID, id, a.Generation); err != nil {
+			return fmt.Errorf("purging account %s: %w", a.ID, err)
+		}
+		p.log.Info("account removed", "account", a.ID, "public_key", a.PublicKey, "cell", a.Cell)
+		return nil
+	}
+	_, err = p.repo.UpdateAccount(orgID, id, true, func(cur *records.Account) error {
+		cur.Pushed = max(cur.Pushed, a.Generation)
+		return nil
+	})
+	if err == nil {
+		p.log.Debug("account pushed", "account", a.ID, "generation", a.Generation, "cell", a.Cell)
+	}
+	return err
+}
+
+// Kick asks Run to reconcile now (a cell came back).
+func (p *Provisioner) Kick() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run reconciles every interval and on Kick until ctx ends.
+func (p *Provisioner) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		p.Reconcile(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-p.kick:
+		}
+	}
+}
+
+// Reconcile pushes every account whose cell is behind, once, and returns
+// how many are still behind.
+func (p *Provisioner) Reconcile(ctx context.Context) int {
+	accts, err := p.repo.AllAccounts()
+	if err != nil {
+		p.log.Error("reconcile: listing accounts", "err", err)
+		return -1
+	}
+	behind := 0
+	for _, a := range accts {
+		if a.Pushed >= a.Generation {
+			continue
+		}
+		if err := p.Sync(ctx, a.OrgID, a.ID); err != nil {
+			behind++
+			p.log.Warn("reconcile: push failed; will retry", "account", a.ID, "cell", a.Cell, "err", err)
+		}
+	}
+	return behind
+}

@@ -1,0 +1,105 @@
+package records
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/contrail/contrail/controlplane/state"
+)
+
+// SignUp stores a new person and their organization, unless the email is
+// taken (ErrEmailTaken). Emails compare case-insensitively.
+func (r *Repo) SignUp(p *Person, o *Org) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ekey := "email/" + strings.ToLower(p.Email)
+	if _, err := r.st.Get(ekey); err == nil {
+		return ErrEmailTaken
+	}
+	b := new(state.Batch)
+	b.Put(ekey, []byte(p.ID))
+	if err := putJSON(b, "person/"+p.ID, p); err != nil {
+		return err
+	}
+	if err := putJSON(b, "org/"+o.ID, o); err != nil {
+		return err
+	}
+	if err := r.st.Apply(b); err != nil {
+		return fmt.Errorf("sign-up: %w", err)
+	}
+	return nil
+}
+
+// PersonByEmail finds a person by email.
+func (r *Repo) PersonByEmail(email string) (*Person, error) {
+	id, err := r.st.Get("email/" + strings.ToLower(email))
+	if err != nil {
+		return nil, ErrNotFound
+	}
+	return r.Person(string(id))
+}
+
+// Person finds a person by id.
+func (r *Repo) Person(id string) (*Person, error) {
+	var p Person
+	if err := r.get("person/"+id, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Org finds an organization by id.
+func (r *Repo) Org(id string) (*Org, error) {
+	var o Org
+	if err := r.get("org/"+id, &o); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// PutToken stores a token record.
+func (r *Repo) PutToken(t *Token) error {
+	b := new(state.Batch)
+	if err := putJSON(b, "token/"+t.ID, t); err != nil {
+		return err
+	}
+	return r.st.Apply(b)
+}
+
+// Token finds a token by id.
+func (r *Repo) Token(id string) (*Token, error) {
+	var t Token
+	if err := r.get("token/"+id, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Tokens lists a person's tokens of one kind.
+func (r *Repo) Tokens(personID, kind string) ([]Token, error) {
+	all, err := scan[Token](r, "token/")
+	if err != nil {
+		return nil, err
+	}
+	out := []Token{}
+	for _, t := range all {
+		if t.PersonID == personID && t.Kind == kind {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// DeleteToken removes a person's token; another person's is ErrNotFound.
+func (r *Repo) DeleteToken(personID, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, err := r.Token(id)
+	if err != nil {
+		return err
+	}
+	if t.PersonID != personID {
+		return ErrNotFound
+	}
+	return r.st.Apply(new(state.Batch).Delete("token/" + id))
+}
