@@ -73,7 +73,8 @@ func TestConfigFileErrors(t *testing.T) {
 		{"unsupported nats-server feature", "port: 4222\n\ncluster {\n  port: 6222\n}\n", []string{"cluster", "line 3", "not supported"}},
 		{"wrong type", "max_connections: \"many\"\n", []string{"max_connections", "line 1"}},
 		{"syntax error", "port: 4222\nhttp {{{\n", []string{"syntax_error.conf:2:"}},
-		{"operator mode asked for", "operator: \"op.jwt\"\n", []string{"operator mode is not available"}},
+		{"missing operator jwt", "operator: \"op.jwt\"\n", []string{"operator", "op.jwt", "no such file"}},
+		{"resolver without operator", "resolver: MEMORY\n", []string{"need an operator"}},
 		{"missing tls files", "tls {\n  cert_file: \"" + dir + "/nope.pem\"\n  key_file: \"" + dir + "/nope-key.pem\"\n}\n", []string{"nope.pem"}},
 	}
 	for _, tc := range cases {

@@ -135,7 +135,11 @@ func TestOpAccountsAreIsolated(t *testing.T) {
 		t.Fatalf("account B received %q on %q from account A", m.Data, m.Subject)
 	}
 	// Requests to the other account's services find no responders.
-	if _, err := nb.Request("orders.1", nil, time.Second); !errors.Is(err, nats.ErrNoResponders) {
+	if _, err := na.Subscribe("svc.help", func(m *nats.Msg) { m.Respond([]byte("a")) }); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, na)
+	if _, err := nb.Request("svc.help", nil, time.Second); !errors.Is(err, nats.ErrNoResponders) {
 		t.Fatalf("request across accounts: %v, want no responders", err)
 	}
 }
