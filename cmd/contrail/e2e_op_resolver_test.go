@@ -1,0 +1,81 @@
+package main
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestOpResolverDownAfterRestart: a node keeps every account JWT it has
+// seen, so after a restart it serves its tenants, streams and all, while
+// the resolver URL is unreachable, and with the latest pushed claims.
+func TestOpResolverDownAfterRestart(t *testing.T) {
+	w := newOpWorld(t)
+	dir := t.TempDir()
+	o := nodeOpts{dir: dir, args: w.nodeArgs(dir)}
+	n := startNode(t, o)
+	acc, a := w.jsAccount(t, n, "A")
+	createStream(t, a.js, jetstream.StreamConfig{Name: "KEEP", Subjects: []string{"keep.>"}})
+	jsPublish(t, a.js, "keep.1", "still here")
+	creds, _ := acc.user("later", nil)
+	victim, victimPub := acc.user("victim", nil)
+
+	// A claim update the resolver never serves: revoke a user.
+	sysCreds, _ := w.sys.user("sys", nil)
+	sys := connectCreds(t, n.URL, sysCreds)
+	acc.claims.Revoke(victimPub)
+	w.pushClaims(t, sys, acc)
+	w.mu.Lock()
+	delete(w.jwts, acc.pub) // the resolver forgets the account, then goes down
+	w.mu.Unlock()
+	w.down.Store(true)
+
+	a.nc.Close()
+	sys.Close()
+	n = restartNode(t, n, o, syscall.SIGTERM)
+	nc := connectCreds(t, n.URL, creds)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := getRaw(t, mustStream(t, js, "KEEP"), 1)
+	if string(m.Data) != "still here" {
+		t.Fatalf("read %q after restart", m.Data)
+	}
+	if _, err := dialCreds(n.URL, victim, nil); err == nil {
+		t.Fatal("a user revoked by a pushed claim update connected after restart")
+	}
+	if !strings.Contains(n.out.String(), "serving the stored account jwt") {
+		t.Errorf("the node did not say it fell back to its stored JWT:\n%s", tail(n.out.String(), 2000))
+	}
+}
+
+// TestOpMemoryResolverConfig runs a node from a config file as `nsc
+// generate config --mem-resolver` writes it: operator JWT inline, system
+// account, MEMORY resolver and preloaded account JWTs.
+func TestOpMemoryResolverConfig(t *testing.T) {
+	w := newOpWorld(t)
+	a := w.account("A", func(ac *jwt.AccountClaims) { ac.Limits.JetStreamLimits = jsLimits() })
+	conf := "operator: " + w.opJWT + "\n" +
+		"system_account: " + w.sys.pub + "\n" +
+		"resolver: MEMORY\n" +
+		"resolver_preload: {\n" +
+		"  " + w.sys.pub + ": " + w.sys.sign() + "\n" +
+		"  " + a.pub + ": " + a.sign() + "\n" +
+		"}\n"
+	w.down.Store(true) // the URL resolver plays no part
+	n := startNode(t, nodeOpts{config: conf})
+	creds, _ := a.user("u", nil)
+	tg := jsConnect(t, "A", n.URL, nats.UserCredentials(creds))
+	createStream(t, tg.js, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
+	jsPublish(t, tg.js, "s.1", "x")
+
+	// The same file works for nats-server: the reference reads it alike.
+	ref := startNatsServer(t, "-c", writeFile(t, t.TempDir(), "ref.conf", conf+"jetstream { store_dir: \""+t.TempDir()+"\" }\n"))
+	rc := connectCreds(t, ref.URL, creds)
+	roundTrip(t, rc)
+}
