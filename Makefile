@@ -37,6 +37,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./dataplane/config/conf
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./dataplane/config
 	$(GO) test -run '^$$' -fuzz '^FuzzTransform$$' -fuzztime $(FUZZTIME) ./dataplane/subject
+	$(GO) test -run '^$$' -fuzz '^FuzzConnect$$' -fuzztime $(FUZZTIME) ./dataplane/server
+	$(GO) test -run '^$$' -fuzz '^FuzzJWT$$' -fuzztime $(FUZZTIME) ./tenant
 
 ## bench: Contrail against nats-server with the same nats bench workloads
 bench:
