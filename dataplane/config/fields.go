@@ -45,13 +45,14 @@ var topFields = map[string]field[Options]{
 	"system_account":    stringField(func(o *Options) *string { return &o.SystemAccount }),
 	"system":            stringField(func(o *Options) *string { return &o.SystemAccount }),
 	"resolver_preload":  resolverPreloadField,
+	"authorization":     authorizationField,
 }
 
 // topUnsupported are nats-server top-level keys Contrail does not
 // implement. Naming them keeps users from hunting for a typo.
 var topUnsupported = setOf(
 	"cluster", "gateway", "leafnodes", "leaf", "websocket", "ws", "mqtt",
-	"accounts", "authorization", "no_auth_user", "mappings", "maps",
+	"accounts", "no_auth_user", "mappings", "maps",
 	"https", "https_port", "http_base_path", "client_advertise",
 	"trace_verbose", "logtime", "logtime_utc", "logfile", "log_file",
 	"logfile_size_limit", "log_size_limit", "logfile_max_num", "syslog",

@@ -74,8 +74,10 @@ type Options struct {
 	// nats-server; ResolverPreload holds account JWTs by key.
 	// SystemAccount is the system account's public key (the operator
 	// JWT's system_account when empty).
-	Operator        string
-	Resolver        string
+	Operator string
+	Resolver string
+	// Authorization is the open-mode authorization block, or nil.
+	Authorization   *Authorization
 	ResolverPreload map[string]string
 	SystemAccount   string
 }

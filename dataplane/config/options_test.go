@@ -205,7 +205,9 @@ func TestParseErrors(t *testing.T) {
 		{"duration out of range", "ping_interval: 99999999999999", `line 1: ping_interval: 99999999999999 seconds is out of range`},
 		{"operator list", "operator: [a, b]", `line 1: operator: a list of operators is not supported by Contrail yet`},
 		{"resolver block", "resolver {\n type: full\n}", `line 1: resolver: the directory resolver block is not supported by Contrail yet`},
-		{"unsupported authorization", "\n\nauthorization { token: x }", `line 3: "authorization" is not supported by Contrail`},
+		{"unsupported authorization token", "\n\nauthorization { token: x }", `line 3: "authorization.token" is not supported by Contrail`},
+		{"authorization user without nkey", "authorization { users: [ {permissions: {publish: x}} ] }", `line 1: authorization.users: a user needs an nkey`},
+		{"authorization bad nkey", "authorization { users: [ {nkey: UNOTAKEY} ] }", `line 1: authorization.users: "UNOTAKEY" is not a user public nkey`},
 		{"unsupported leafnodes", "leafnodes { port: 7422 }", `line 1: "leafnodes" is not supported by Contrail`},
 		{"unsupported websocket", "websocket { port: 8080 }", `line 1: "websocket" is not supported by Contrail`},
 		{"unsupported gateway", "gateway { port: 7222 }", `line 1: "gateway" is not supported by Contrail`},
@@ -316,5 +318,27 @@ func TestFieldErrorFormat(t *testing.T) {
 	e.File = "inc.conf"
 	if e.Error() != `inc.conf: line 7: unknown key "lsiten"` {
 		t.Errorf("got %q", e)
+	}
+}
+
+func TestAuthorizationNkeyUsers(t *testing.T) {
+	const key = "UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4"
+	o, err := Parse([]byte(`authorization {
+  users = [
+    { nkey: `+key+`, permissions: { publish: "orders.>", subscribe: { allow: ["a.*", "b"], deny: "a.secret" }, allow_responses: { max: 2, expires: "1m" } } }
+    { nkey: `+key+` }
+  ]
+}`), "t.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := o.Authorization
+	if a == nil || len(a.Users) != 2 || a.Users[0].Nkey != key || a.Users[1].Permissions != nil {
+		t.Fatalf("users: %+v", a)
+	}
+	p := a.Users[0].Permissions
+	if len(p.Publish.Allow) != 1 || p.Publish.Allow[0] != "orders.>" || len(p.Subscribe.Allow) != 2 ||
+		len(p.Subscribe.Deny) != 1 || p.AllowResponses == nil || p.AllowResponses.MaxMsgs != 2 || p.AllowResponses.Expires != "1m" {
+		t.Fatalf("permissions: %+v", p)
 	}
 }

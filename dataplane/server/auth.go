@@ -92,8 +92,9 @@ const resolveTimeout = 2 * time.Second
 // accounts is the operator-mode account table.
 type accounts struct {
 	mu      sync.Mutex
-	m       map[string]*Account   // guarded by mu
+	m       map[string]*Account  // guarded by mu
 	loading map[string]*loadCall // guarded by mu
+	links   serverLinks          // imports between accounts (links.go)
 }
 
 // loadCall is one in-flight account load that concurrent CONNECTs share.
@@ -113,7 +114,11 @@ func (s *Server) SetOperatorMode(m OperatorMode) error {
 	if m.SystemAccount != "" && !nkeys.IsValidPublicAccountKey(m.SystemAccount) {
 		return fmt.Errorf("system account %q: not an account public key", m.SystemAccount)
 	}
+	if s.nkeyUsers != nil {
+		return errors.New("operator mode: an authorization block cannot be used with an operator")
+	}
 	s.op = &m
+	s.authRequired = true
 	s.accts.m = map[string]*Account{}
 	s.accts.loading = map[string]*loadCall{}
 	if m.SystemAccount != "" {
@@ -271,6 +276,7 @@ func (s *Server) installClaims(a *Account, ac *jwt.AccountClaims) {
 	if max := ac.Limits.Conn; max >= 0 {
 		a.trimConnections(int(max))
 	}
+	s.linkClaims(a) // exports and imports follow the new claims
 	if s.hooks != nil {
 		s.hooks.AccountReady(a)
 	}
@@ -409,6 +415,9 @@ func newNonce() []byte {
 // "Authorization Violation".
 func (c *client) authenticate(opts *connectOpts) error {
 	s := c.srv
+	if s.op == nil {
+		return c.authenticateNkey(opts)
+	}
 	if opts.JWT == "" {
 		return errNoCredentials
 	}

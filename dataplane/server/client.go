@@ -115,7 +115,7 @@ func (s *Server) newClient(conn net.Conn) *client {
 	c.msubs = -1
 	c.mu.subs = make(map[string]*subscription)
 	c.mu.account = s.global.name
-	if s.op != nil {
+	if s.authRequired {
 		c.nonce = newNonce()
 	}
 	if ta, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
@@ -172,7 +172,7 @@ func (s *Server) handle(conn net.Conn) {
 	}()
 	c.logger().Debug("client connected")
 	c.schedulePing()
-	if s.op != nil {
+	if s.authRequired {
 		c.mu.Lock()
 		c.mu.authTimer = time.AfterFunc(authTimeout, func() {
 			if !c.authed.Load() {
@@ -361,7 +361,7 @@ func (c *client) protocolError(err error) {
 
 // process handles one operation; false means the connection is done.
 func (c *client) process(op *protocol.Op) bool {
-	if c.srv.op != nil && op.Kind != protocol.KindConnect && !c.authed.Load() {
+	if c.srv.authRequired && op.Kind != protocol.KindConnect && !c.authed.Load() {
 		// Nothing but CONNECT is served before a client authenticates.
 		c.logger().Warn("operation before CONNECT in operator mode, closing")
 		c.sendErr(errTextAuthViolation)
@@ -408,7 +408,7 @@ func (c *client) processConnect(arg []byte) bool {
 		c.close(reasonProtocol, true)
 		return false
 	}
-	if c.srv.op != nil {
+	if c.srv.authRequired {
 		if c.authed.Load() {
 			c.ok() // a second CONNECT cannot change who the client is
 			return true
@@ -437,6 +437,7 @@ func (c *client) processConnect(arg []byte) bool {
 	c.mu.connected = true
 	c.mu.name, c.mu.lang, c.mu.version = opts.Name, opts.Lang, opts.Version
 	c.mu.Unlock()
+	c.srv.accountConnected(c)
 	c.ok()
 	return true
 }

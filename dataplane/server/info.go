@@ -45,7 +45,7 @@ func (s *Server) infoFor(c *client) []byte {
 		ClientID:   c.cid,
 		ClientIP:   c.host,
 	}
-	if s.op != nil {
+	if s.authRequired {
 		info.AuthRequired = true
 		info.Nonce = string(c.nonce)
 	}

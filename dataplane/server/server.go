@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 
 	"github.com/contrail/contrail/dataplane/config"
@@ -37,6 +38,11 @@ type Server struct {
 	name   string
 	start  time.Time
 	global *Account
+
+	// authRequired: clients must authenticate (operator mode, or nkey
+	// users in open mode); set before Serve and read-only after.
+	authRequired bool
+	nkeyUsers    map[string]jwt.Permissions
 
 	// Operator mode; all set before Serve and read-only after.
 	op    *OperatorMode
@@ -99,6 +105,9 @@ func New(opts *config.Options, log *slog.Logger) (*Server, error) {
 		}
 	}
 	s.mu.clients = make(map[uint64]*client)
+	if err := s.loadNkeyUsers(opts.Authorization); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
