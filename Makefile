@@ -1,6 +1,7 @@
 # The project's commands. `make test` is what CI runs: it installs the
 # stock tools the tests drive (natscli, nats-server as a reference,
-# staticcheck) and then runs every check.
+# staticcheck, and curl and jq for the README quick start) and then runs
+# every check.
 
 GO        ?= go
 GOBIN     := $(shell $(GO) env GOPATH)/bin
@@ -21,6 +22,8 @@ tools:
 	@$(GOBIN)/nats --version 2>/dev/null | grep -qx '$(NATSCLI_VERSION)' || $(GO) install github.com/nats-io/natscli/nats@$(NATSCLI_VERSION)
 	@$(GOBIN)/nats-server --version 2>/dev/null | grep -q '$(NATSSERVER_VERSION)' || $(GO) install github.com/nats-io/nats-server/v2@$(NATSSERVER_VERSION)
 	@$(GOBIN)/staticcheck -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)' || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@command -v curl >/dev/null && command -v jq >/dev/null || { apt-get update -qq && apt-get install -y -qq curl jq; } || \
+		{ echo "install curl and jq (the README quick start and its test use them)"; exit 1; }
 
 vet:
 	$(GO) vet ./...
@@ -44,6 +47,6 @@ fuzz:
 bench:
 	$(GO) run ./bench
 
-## run: a data-plane node on the default ports
+## run: the whole product on this machine (control plane and one node)
 run:
-	$(GO) run ./cmd/contrail dataplane
+	$(GO) run ./cmd/contrail dev

@@ -110,7 +110,7 @@ func Open(opts Options) (cp *ControlPlane, err error) {
 	cp.api = api.New(api.Config{
 		Repo: cp.Repo, Signer: signer, Throttle: auth.NewThrottle(), Prov: cp.Prov, Cells: cp.cells,
 		DefaultCell: opts.Cells[0].Name, NatsURLs: urls, Spec: openapi.Spec,
-		Log: log.With("component", "api"),
+		Ready: cp.cells.Connected, Log: log.With("component", "api"),
 	})
 	return cp, nil
 }
@@ -183,3 +183,6 @@ func (cp *ControlPlane) close() {
 		cp.store = nil
 	}
 }
+
+// WaitCells waits until the control plane is connected to every cell.
+func (cp *ControlPlane) WaitCells(ctx context.Context) error { return cp.cells.WaitConnected(ctx) }

@@ -119,7 +119,7 @@ func runDev(args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 		dpErr = serveDataplane(ctx, opts, filepath.Join(f.dataDir, "node"), log.With("plane", "data"))
 	}()
-	if err := waitListening(ctx, f.natsAddr); err == nil {
+	if err := waitReady(ctx, cp, f.natsAddr); err == nil {
 		dev, err := cp.EnsureDevOrg(ctx)
 		if err != nil {
 			log.Error("creating the dev organization", "err", err)
@@ -145,6 +145,15 @@ func runDev(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// waitReady waits until the node accepts clients and the control plane
+// is connected to it, so what dev prints works at once.
+func waitReady(ctx context.Context, cp *controlplane.ControlPlane, natsAddr string) error {
+	if err := waitListening(ctx, natsAddr); err != nil {
+		return err
+	}
+	return cp.WaitCells(ctx)
 }
 
 // waitListening waits until addr accepts TCP connections or ctx ends.

@@ -435,4 +435,3 @@ func dialTCP(addr string) bool {
 	}
 	return err == nil
 }
-

@@ -42,6 +42,8 @@ type Config struct {
 	// Spec is the OpenAPI document served at /openapi.yaml.
 	Spec []byte
 	Log  *slog.Logger
+	// Ready reports whether every cell is connected (for /readyz).
+	Ready func() bool
 	// Now is the clock; time.Now if nil.
 	Now func() time.Time
 }
@@ -85,6 +87,7 @@ func New(cfg Config) *Server {
 	e.Use(s.observe)
 
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
+	e.GET("/readyz", s.ready)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	e.GET("/openapi.yaml", func(c echo.Context) error { return c.Blob(http.StatusOK, "application/yaml", s.Spec) })
 	e.GET("/jwt/v1/accounts/:key", s.resolve)
@@ -115,6 +118,15 @@ func New(cfg Config) *Server {
 
 // ServeHTTP makes the Server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// ready answers 200 once every cell is connected, 503 before: scripts
+// wait on it before connecting clients.
+func (s *Server) ready(c echo.Context) error {
+	if s.Ready != nil && !s.Ready() {
+		return cellUnavailable("not connected to every cell yet")
+	}
+	return c.String(http.StatusOK, "ready\n")
+}
 
 // observe counts every request by route and status.
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {

@@ -140,3 +140,27 @@ func (c *Cells) Push(ctx context.Context, cell, pub, jwt string) error {
 	}
 	return nil
 }
+
+// Connected reports whether every cell's connection is up.
+func (c *Cells) Connected() bool {
+	for _, nc := range c.conns {
+		if !nc.IsConnected() {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitConnected waits until every cell's connection is up or ctx ends.
+func (c *Cells) WaitConnected(ctx context.Context) error {
+	for _, name := range c.names {
+		for !c.conns[name].IsConnected() {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w: %s: %v", ErrCellUnavailable, name, ctx.Err())
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
