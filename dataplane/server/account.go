@@ -25,6 +25,8 @@ type Account struct {
 	watchMu sync.Mutex
 	watches []*interestWatch // guarded by watchMu
 
+	links accountLinks // imports in force and response routes (links.go)
+
 	// claims is the account's current JWT (nil in open mode); limits is
 	// what the server enforces from it.
 	claims atomic.Pointer[jwt.AccountClaims]
@@ -73,11 +75,12 @@ func (a *Account) Claims() *jwt.AccountClaims { return a.claims.Load() }
 func (a *Account) Name() string { return a.name }
 
 // subscription is one SUB of one client, or an internal subscription
-// (client nil, handler set).
+// (client nil, handler or fwd set).
 type subscription struct {
 	acc     *Account
 	client  *client
 	handler MsgHandler
+	fwd     forwarder // set on imports: delivery crosses to another account
 	subject []byte
 	queue   []byte
 	sid     []byte

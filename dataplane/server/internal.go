@@ -48,7 +48,11 @@ func (a *Account) Deliver(to, subj, reply string, hdr, msg []byte) {
 			body = make([]byte, 0, len(hdr)+len(msg))
 			body = append(append(body, hdr...), msg...)
 		}
+		if to != subj {
+			s.links.deliverTo = []byte(to) // stream imports map the deliver subject
+		}
 		s.deliverAll(r, true, []byte(subj), []byte(reply), hdrLen, body)
+		s.links = linkCtx{}
 		// The server's own publishers never stall on a slow subscriber:
 		// they serve every account, and the subscriber is cut off at
 		// max_pending anyway.

@@ -170,6 +170,7 @@ func (c *client) close(reason string, flush bool) {
 	}
 	if c.authed.Load() {
 		c.acc.removeClient(c)
+		c.srv.accountDisconnected(c, reason)
 	}
 	c.srv.unregister(c)
 	c.logger().Debug("client closed", "reason", reason)

@@ -22,11 +22,15 @@ type sender struct {
 	from  *client       // the publishing client; nil for internal publishes
 	pcd   []*client     // clients to wake after this batch
 	stall chan struct{} // a backlog to wait on after this batch
+	links linkCtx       // a message crossing accounts (imports.go)
 }
 
 // route delivers a published message to every interested subscriber of
 // the client's account. hdrLen < 0 means the message has no headers.
 func (c *client) route(subj, reply []byte, hdrLen int, msg []byte) {
+	if c.userInfoRequest(subj, reply) {
+		return
+	}
 	var r *subject.Result[*subscription]
 	if oneShot(subj) {
 		r = c.acc.subs.MatchOnce(subj)
@@ -97,6 +101,10 @@ func (c *client) sendNoResponders(reply []byte) {
 // deferred to the end of the sender's batch, so many messages share one
 // write.
 func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) {
+	if sub.fwd != nil { // an import carrying the message to another account
+		sub.fwd.forward(s, subj, reply, hdrLen, msg)
+		return
+	}
 	if sub.client != nil && sub.client.perms != nil {
 		p := sub.client.perms
 		if p.hasSubDeny() && p.deliverDenied(string(subj)) {
