@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -425,13 +424,4 @@ func waitDisconnected(t testing.TB, what string, ch <-chan struct{}) {
 	case <-time.After(ioTimeout):
 		t.Fatalf("timed out after %v waiting for %s", ioTimeout, what)
 	}
-}
-
-// dialTCP reports whether addr accepts connections.
-func dialTCP(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err == nil {
-		c.Close()
-	}
-	return err == nil
 }
