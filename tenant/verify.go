@@ -248,3 +248,32 @@ func expandTemplate(t jwt.UserPermissionLimits, uc *jwt.UserClaims, ac *jwt.Acco
 	t.Sub.Allow, t.Sub.Deny = expand(t.Sub.Allow), expand(t.Sub.Deny)
 	return t, ferr
 }
+
+// VerifyDelete checks an account deletion request as nats-server takes
+// it: a generic JWT the operator (or one of its signing keys) issued about
+// itself, listing account keys in data.accounts. It returns the keys.
+func (t *Trust) VerifyDelete(token string) ([]string, error) {
+	gc, err := jwt.DecodeGeneric(strings.TrimSpace(token))
+	if err != nil {
+		return nil, fmt.Errorf("delete request: %w", err)
+	}
+	if gc.Subject != gc.Issuer {
+		return nil, fmt.Errorf("delete request: not self-signed: %w", ErrInvalidClaim)
+	}
+	if !t.keys[gc.Issuer] {
+		return nil, fmt.Errorf("delete request: issuer %s: %w", gc.Issuer, ErrUntrusted)
+	}
+	list, ok := gc.Data["accounts"].([]any)
+	if !ok || len(list) == 0 {
+		return nil, fmt.Errorf("delete request: no accounts listed: %w", ErrInvalidClaim)
+	}
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		key, ok := e.(string)
+		if !ok || !nkeys.IsValidPublicAccountKey(key) {
+			return nil, fmt.Errorf("delete request: %v is not an account key: %w", e, ErrInvalidClaim)
+		}
+		out = append(out, key)
+	}
+	return out, nil
+}

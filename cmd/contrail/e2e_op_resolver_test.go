@@ -4,10 +4,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
 
 // TestOpResolverDownAfterRestart: a node keeps every account JWT it has
@@ -78,4 +80,52 @@ func TestOpMemoryResolverConfig(t *testing.T) {
 	ref := startNatsServer(t, "-c", writeFile(t, t.TempDir(), "ref.conf", conf+"jetstream { store_dir: \""+t.TempDir()+"\" }\n"))
 	rc := connectCreds(t, ref.URL, creds)
 	roundTrip(t, rc)
+}
+
+// TestOpDeleteAccount: an operator-signed delete request cuts the
+// account's users off and forgets its JWT; a forged one does nothing.
+func TestOpDeleteAccount(t *testing.T) {
+	w := newOpWorld(t)
+	a := w.account("A", nil)
+	n := w.startOpNode(t)
+	sysCreds, _ := w.sys.user("sys", nil)
+	sys := connectCreds(t, n.URL, sysCreds)
+	creds, _ := a.user("u", nil)
+	closed := make(chan struct{})
+	connectCreds(t, n.URL, creds, nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+
+	deleteReq := func(signer nkeys.KeyPair) string {
+		pub, _ := signer.PublicKey()
+		gc := jwt.NewGenericClaims(pub)
+		gc.Data["accounts"] = []string{a.pub}
+		token, err := gc.Encode(signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := sys.Request("$SYS.REQ.CLAIMS.DELETE", []byte(token), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(msg.Data)
+	}
+	forger, _ := nkeys.CreateOperator()
+	if reply := deleteReq(forger); !strings.Contains(reply, `"error"`) {
+		t.Fatalf("a delete signed by another operator: %s", reply)
+	}
+	select {
+	case <-closed:
+		t.Fatal("a forged delete disconnected the account's user")
+	default:
+	}
+
+	w.mu.Lock()
+	delete(w.jwts, a.pub) // the control plane stops serving it too
+	w.mu.Unlock()
+	if reply := deleteReq(w.op); !strings.Contains(reply, "deleted 1 accounts") {
+		t.Fatalf("delete: %s", reply)
+	}
+	recvChan(t, closed, "the deleted account's user is disconnected")
+	if _, err := dialCreds(n.URL, creds, nil); err == nil {
+		t.Fatal("a user of a deleted account connected")
+	}
 }

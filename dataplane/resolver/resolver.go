@@ -221,3 +221,20 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	return nil
 }
+
+// Delete forgets an account's JWT, in memory and on disk.
+func (r *Resolver) Delete(account string) error {
+	if !nkeys.IsValidPublicAccountKey(account) {
+		return fmt.Errorf("account %q: not an account public key", account)
+	}
+	r.mu.Lock()
+	delete(r.mem, account)
+	r.mu.Unlock()
+	if r.dir == "" {
+		return nil
+	}
+	if err := os.Remove(filepath.Join(r.dir, account+".jwt")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete %s: %w", account, err)
+	}
+	return nil
+}

@@ -26,6 +26,8 @@ type Resolver interface {
 	// Store keeps a JWT pushed as a claim update, so the node serves it
 	// after a restart even if the resolver's source is down.
 	Store(account, token string) error
+	// Delete forgets a deleted account's JWT.
+	Delete(account string) error
 }
 
 // OperatorMode is how a node serves many tenants: it trusts one operator,
@@ -75,12 +77,13 @@ const (
 	errTextMaxSubs       = "maximum subscriptions exceeded"
 	errTextMaxPayloadVio = "Maximum Payload Violation"
 
-	reasonAuthViolation = "Authentication Failure"
-	reasonAuthTimeout   = "Authentication Timeout"
-	reasonAuthExpired   = "Authentication Expired"
-	reasonRevoked       = "Authentication Revoked"
-	reasonAccountConns  = "Maximum Account Connections Exceeded"
-	reasonMaxSubs       = "Maximum Subscriptions Exceeded"
+	reasonAuthViolation  = "Authentication Failure"
+	reasonAuthTimeout    = "Authentication Timeout"
+	reasonAuthExpired    = "Authentication Expired"
+	reasonRevoked        = "Authentication Revoked"
+	reasonAccountConns   = "Maximum Account Connections Exceeded"
+	reasonMaxSubs        = "Maximum Subscriptions Exceeded"
+	reasonAccountDeleted = "Account Deleted"
 )
 
 // authTimeout is how long a client has to CONNECT in operator mode.
@@ -124,7 +127,7 @@ func (s *Server) SetOperatorMode(m OperatorMode) error {
 	if m.SystemAccount != "" {
 		s.sys = newAccount(s, m.SystemAccount)
 		s.accts.m[m.SystemAccount] = s.sys
-		if err := s.startClaimServices(); err != nil {
+		if err := errors.Join(s.startClaimServices(), s.startDeleteService()); err != nil {
 			return fmt.Errorf("system account: %w", err)
 		}
 	}

@@ -30,6 +30,8 @@ func (m mapResolver) Fetch(_ context.Context, account string) (string, error) {
 
 func (m mapResolver) Store(string, string) error { return nil }
 
+func (m mapResolver) Delete(string) error { return nil }
+
 // discardConn is a connection that reads nothing and swallows writes.
 type discardConn struct{ net.Conn }
 

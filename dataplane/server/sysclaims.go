@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -138,4 +140,78 @@ func (s *Server) peekAccount(token string) (string, error) {
 		return "", err
 	}
 	return ac.Subject, nil
+}
+
+// subjClaimsDelete deletes accounts: the payload is a generic JWT the
+// operator signs about itself, listing the accounts in data.accounts.
+const subjClaimsDelete = "$SYS.REQ.CLAIMS.DELETE"
+
+func (s *Server) startDeleteService() error {
+	_, err := s.sys.SubscribeInternal(subjClaimsDelete, func(_, reply, _, msg []byte) {
+		token, r := strings.TrimSpace(string(msg)), string(reply)
+		go s.handleClaimsDelete(token, r)
+	})
+	return err
+}
+
+func (s *Server) handleClaimsDelete(token, reply string) {
+	accounts, err := s.op.Trust.VerifyDelete(token)
+	if err == nil {
+		for _, a := range accounts {
+			if a == s.op.SystemAccount {
+				err = errors.New("not allowed to delete the system account")
+			}
+		}
+	}
+	if err != nil {
+		s.log.Warn("account delete refused", "err", err)
+		s.sysReply(reply, &claimUpdateReply{Server: s.sysInfo(), Error: &claimUpdateError{
+			Code: http.StatusInternalServerError, Description: "delete accounts request failed - " + err.Error(),
+		}})
+		return
+	}
+	var errs []string
+	for _, name := range accounts {
+		if err := s.DeleteAccount(name); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		s.sysReply(reply, &claimUpdateReply{Server: s.sysInfo(), Error: &claimUpdateError{
+			Code: http.StatusInternalServerError, Description: fmt.Sprintf("deleted %d accounts, failed for %d - %s",
+				len(accounts)-len(errs), len(errs), strings.Join(errs, "; ")),
+		}})
+		return
+	}
+	s.sysReply(reply, &claimUpdateReply{Server: s.sysInfo(), Data: &claimUpdateStatus{
+		Code: http.StatusOK, Message: fmt.Sprintf("deleted %d accounts", len(accounts)),
+	}})
+}
+
+// DeleteAccount withdraws an account: its stored JWT is removed, its
+// users are disconnected, and JetStream stops serving it (its data stays
+// on disk). A later claim update brings it back.
+func (s *Server) DeleteAccount(name string) error {
+	if err := s.op.Resolver.Delete(name); err != nil {
+		return fmt.Errorf("account %s: %w", name, err)
+	}
+	s.accts.mu.Lock()
+	a := s.accts.m[name]
+	delete(s.accts.m, name)
+	s.accts.mu.Unlock()
+	if a == nil {
+		return nil
+	}
+	a.cmu.Lock()
+	a.cmu.disabled = true
+	if a.cmu.expiry != nil {
+		a.cmu.expiry.Stop()
+	}
+	a.cmu.Unlock()
+	n := a.DisconnectAll(errTextAuthViolation, reasonAccountDeleted)
+	s.log.Info("account deleted", "account", name, "disconnected", n)
+	if s.hooks != nil {
+		s.hooks.AccountGone(a)
+	}
+	return nil
 }
