@@ -2,68 +2,221 @@ package jetstream
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
 )
 
-// jsAccount is JetStream inside one account: its streams and its API.
+// jsAccount is JetStream inside one registered account: its API, its
+// limits, and (while enabled) its streams.
+//
+// Invariant: while enabled, every stream of the account is attached and in
+// mu.streams; while disabled, mu.streams is empty and the account's
+// streams are held by the engine (Engine.mu.held), detached, until the
+// account is enabled again. Transitions happen under create.
 type jsAccount struct {
 	e   *Engine
 	acc Account
+	// ledger counts the account's storage commitments; it is the engine's
+	// ledger for this account name, shared with held streams.
+	ledger *usageLedger
 
-	// create serialises stream creation, update and deletion, so name and
-	// subject checks cannot race.
+	// create serialises stream creation, update and deletion, consumer
+	// creation, and enabling and disabling, so name, count and limit
+	// checks cannot race each other or a transition.
 	create sync.Mutex
-	mu     struct {
+	// limits are the account's limits, replaced whole by UpdateAccount and
+	// never mutated; nil is open mode (unlimited).
+	limits atomic.Pointer[AccountLimits]
+	// enabled says the account's streams are attached and its API serves
+	// requests; when false every API request gets 10039. Written under
+	// create.
+	enabled atomic.Bool
+	mu      struct {
 		sync.Mutex
 		streams map[string]*stream // by name; guarded by mu
 	}
 	apiTotal, apiErrors atomic.Uint64
-	unsubs              []func()
+	unsubs              []func() // the API subscriptions; set once at registration
 }
 
-// EnableAccount turns JetStream on for acc: its API starts answering and
-// the streams it had before a restart capture messages again.
+// EnableAccount turns JetStream on for acc with no limits (open mode): its
+// API starts answering and the streams it had before a restart capture
+// messages again.
 func (e *Engine) EnableAccount(acc Account) error {
+	return e.RegisterAccount(acc, nil)
+}
+
+// RegisterAccount makes acc known to JetStream with the limits of its
+// account JWT (nil: unlimited, open mode). Its API subjects are answered
+// from now on: normally, when the limits are Enabled, and with 10039 for
+// every request when they are not, as nats-server answers an account
+// without JetStream. An enabled account's stored streams attach at once.
+func (e *Engine) RegisterAccount(acc Account, lim *AccountLimits) error {
+	name := acc.Name()
+	if err := lim.validate(); err != nil {
+		return fmt.Errorf("jetstream: account %q: %w", name, err)
+	}
 	a := &jsAccount{e: e, acc: acc}
 	a.mu.streams = map[string]*stream{}
+	a.limits.Store(lim.clone())
 	e.mu.Lock()
 	if e.mu.closed {
 		e.mu.Unlock()
 		return api.NewNotEnabledError()
 	}
-	if _, dup := e.mu.accounts[acc.Name()]; dup {
+	if _, dup := e.mu.accounts[name]; dup {
 		e.mu.Unlock()
-		return fmt.Errorf("jetstream: account %q already enabled", acc.Name())
+		return fmt.Errorf("jetstream: account %q already registered", name)
 	}
-	e.mu.accounts[acc.Name()] = a
-	recovered := e.mu.recovered[acc.Name()]
-	delete(e.mu.recovered, acc.Name())
+	a.ledger = e.ledgerLocked(name)
+	e.mu.accounts[name] = a
 	e.mu.Unlock()
 
-	for _, s := range recovered {
-		if err := a.attach(s); err != nil {
-			return err
+	if lim.Enabled() {
+		a.create.Lock()
+		err := a.enableLocked()
+		a.create.Unlock()
+		if err != nil {
+			return fmt.Errorf("jetstream: account %q: %w", name, err)
 		}
 	}
+	if err := a.subscribeAPI(); err != nil {
+		return fmt.Errorf("jetstream: account %q api: %w", name, err)
+	}
+	e.log.Debug("jetstream account registered", "account", name, "enabled", lim.Enabled())
+	return nil
+}
+
+// UpdateAccount applies the limits of a new account JWT. Lower limits
+// apply to the next create and publish; nothing stored is deleted. Limits
+// that turn JetStream off detach the account's streams and consumers
+// (data kept); limits that turn it on attach them again.
+func (e *Engine) UpdateAccount(name string, lim *AccountLimits) error {
+	if err := lim.validate(); err != nil {
+		return fmt.Errorf("jetstream: account %q: %w", name, err)
+	}
+	e.mu.Lock()
+	a := e.mu.accounts[name]
+	e.mu.Unlock()
+	if a == nil {
+		return fmt.Errorf("jetstream: account %q is not registered", name)
+	}
+	a.create.Lock()
+	defer a.create.Unlock()
+	a.limits.Store(lim.clone())
+	switch on := lim.Enabled(); {
+	case on && !a.enabled.Load():
+		if err := a.enableLocked(); err != nil {
+			return fmt.Errorf("jetstream: account %q: %w", name, err)
+		}
+		e.log.Info("jetstream enabled for account", "account", name)
+	case !on && a.enabled.Load():
+		a.disableLocked()
+		e.log.Info("jetstream disabled for account", "account", name)
+	}
+	return nil
+}
+
+// RemoveAccount forgets an account that was deleted or disabled: its API
+// stops answering and its streams and consumers stop, their data kept on
+// disk for a later RegisterAccount of the same name.
+func (e *Engine) RemoveAccount(name string) {
+	e.mu.Lock()
+	a := e.mu.accounts[name]
+	e.mu.Unlock()
+	if a == nil {
+		return
+	}
+	a.unsubscribeAPI()
+	a.create.Lock()
+	if a.enabled.Load() {
+		a.disableLocked()
+	}
+	a.create.Unlock()
+	// Unregistered last: a RegisterAccount racing this one then fails as
+	// a duplicate rather than missing the streams being held.
+	e.mu.Lock()
+	if e.mu.accounts[name] == a {
+		delete(e.mu.accounts, name)
+	}
+	e.mu.Unlock()
+	e.log.Info("jetstream account removed", "account", name)
+}
+
+// subscribeAPI listens on the account's API subjects, plain and, with a
+// domain, domain-qualified.
+func (a *jsAccount) subscribeAPI() error {
 	prefixes := []string{"$JS.API.>"}
-	if d := e.opts.Domain; d != "" {
+	if d := a.e.opts.Domain; d != "" {
 		prefixes = append(prefixes, "$JS."+d+".API.>")
 	}
 	for _, p := range prefixes {
-		unsub, err := acc.SubscribeInternal(p, a.onAPI)
+		unsub, err := a.acc.SubscribeInternal(p, a.onAPI)
 		if err != nil {
-			return fmt.Errorf("jetstream: account %q api: %w", acc.Name(), err)
+			a.unsubscribeAPI()
+			return fmt.Errorf("subscribe %s: %w", p, err)
 		}
 		a.unsubs = append(a.unsubs, unsub)
 	}
 	return nil
 }
 
-// attach makes s live in the account: named, and capturing its subjects.
+func (a *jsAccount) unsubscribeAPI() {
+	for _, u := range a.unsubs {
+		u()
+	}
+	a.unsubs = nil
+}
+
+// enableLocked attaches the streams the engine holds for the account and
+// opens its API. Called with a.create held. On failure the streams not
+// attached go back to the engine's hold.
+func (a *jsAccount) enableLocked() error {
+	name := a.acc.Name()
+	a.e.mu.Lock()
+	held := a.e.mu.held[name]
+	delete(a.e.mu.held, name)
+	a.e.mu.Unlock()
+	for i, s := range held {
+		if err := a.attach(s); err != nil {
+			a.e.mu.Lock()
+			a.e.mu.held[name] = append(a.e.mu.held[name], held[i:]...)
+			a.e.mu.Unlock()
+			return err
+		}
+	}
+	a.enabled.Store(true)
+	return nil
+}
+
+// disableLocked detaches every stream and hands it to the engine's hold:
+// no capture, no expiry, no consumers; durable consumers wait, with their
+// state, for the account to be enabled again. Called with a.create held.
+func (a *jsAccount) disableLocked() {
+	a.enabled.Store(false)
+	a.mu.Lock()
+	streams := make([]*stream, 0, len(a.mu.streams))
+	for _, s := range a.mu.streams {
+		streams = append(streams, s)
+	}
+	clear(a.mu.streams)
+	a.mu.Unlock()
+	for _, s := range streams {
+		s.hold()
+	}
+	a.e.mu.Lock()
+	a.e.mu.held[a.acc.Name()] = append(a.e.mu.held[a.acc.Name()], streams...)
+	a.e.mu.Unlock()
+}
+
+// attach makes s live in the account: named, capturing its subjects,
+// expiring, and running its parked durable consumers.
 func (a *jsAccount) attach(s *stream) error {
 	cfg := s.config()
 	for _, subj := range cfg.Subjects {
@@ -78,13 +231,17 @@ func (a *jsAccount) attach(s *stream) error {
 	a.mu.streams[cfg.Name] = s
 	a.mu.Unlock()
 	s.mu.Lock()
+	s.mu.detached = false
 	s.armTimerLocked()
+	parked := s.mu.parked
+	s.mu.parked = nil
 	s.mu.Unlock()
-	recovered := s.recovered
-	s.recovered = nil
-	for _, c := range recovered {
+	for i, c := range parked {
 		c.a = a
 		if err := a.startConsumer(c); err != nil {
+			s.mu.Lock()
+			s.mu.parked = append(s.mu.parked, parked[i+1:]...)
+			s.mu.Unlock()
 			return fmt.Errorf("jetstream: consumer %q: %w", c.name, err)
 		}
 	}
@@ -99,15 +256,73 @@ func (s *stream) detach() {
 	s.unsubs = nil
 }
 
-func (a *jsAccount) disable() {
-	for _, u := range a.unsubs {
-		u()
+// hold detaches s for an account being disabled: capture and expiry stop,
+// consumers stop, and each durable consumer is replaced by a parked
+// successor carrying its config and state, started again by attach.
+// Ephemeral consumers end, as they do on nats-server.
+func (s *stream) hold() {
+	s.detach()
+	s.mu.Lock()
+	s.mu.detached = true
+	if s.mu.timer != nil {
+		s.mu.timer.Stop()
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, s := range a.mu.streams {
+	s.mu.timerAt = 0
+	cons := s.consumersLocked()
+	clear(s.mu.cons)
+	s.mu.Unlock()
+	for _, c := range cons {
+		c.stop()
+		nc, err := c.successor()
+		if err != nil {
+			s.e.log.Error("jetstream consumer not kept while account disabled", "stream", c.stream, "consumer", c.name, "err", err)
+			continue
+		}
+		if nc == nil {
+			continue
+		}
+		// The stopped consumer is marked deleted (so a late inactivity
+		// removal cannot delete the record); its successor writes the
+		// state instead.
+		nc.persist()
+		s.mu.Lock()
+		s.mu.parked = append(s.mu.parked, nc)
+		s.mu.Unlock()
+	}
+}
+
+// successor retires a stopped consumer and, if it is durable and not
+// deleted, returns a fresh one with its config, creation time and state,
+// not yet started. A stopped consumer cannot run again (its quit channel
+// is closed), hence a new value.
+func (c *consumer) successor() (*consumer, error) {
+	c.mu.Lock()
+	gone := c.mu.deleted || !c.mu.cfg.IsDurable()
+	c.mu.deleted = true
+	cfg, state := c.mu.cfg, c.encodeStateLocked()
+	c.mu.Unlock()
+	if gone {
+		return nil, nil
+	}
+	nc := newConsumer(c.s, nil, c.name, cfg, c.created)
+	if err := nc.restoreState(state); err != nil {
+		return nil, fmt.Errorf("jetstream: consumer %q state: %w", c.name, err)
+	}
+	return nc, nil
+}
+
+// shutdown stops everything of the account at engine close: the API, the
+// streams' capture and timers, and the consumers (durables write their
+// state first).
+func (a *jsAccount) shutdown() {
+	a.unsubscribeAPI()
+	a.create.Lock()
+	defer a.create.Unlock()
+	a.enabled.Store(false)
+	for _, s := range a.sortedStreams() {
 		s.detach()
 		s.mu.Lock()
+		s.mu.detached = true
 		if s.mu.timer != nil {
 			s.mu.timer.Stop()
 		}
@@ -125,7 +340,7 @@ func (a *jsAccount) lookup(name string) *stream {
 	return a.mu.streams[name]
 }
 
-// sortedStreams lists the account's streams by name.
+// sortedStreams lists the account's attached streams by name.
 func (a *jsAccount) sortedStreams() []*stream {
 	a.mu.Lock()
 	list := make([]*stream, 0, len(a.mu.streams))
@@ -148,34 +363,152 @@ func (a *jsAccount) configsExcept(name string) [][]string {
 	return out
 }
 
-// reservations sums the max_bytes the account's streams reserve, by
-// storage type, as nats-server reports them in account info.
-func (a *jsAccount) reservations() (memory, file uint64) {
-	for _, s := range a.sortedStreams() {
-		cfg := s.config()
-		if cfg.MaxBytes <= 0 {
-			continue
-		}
-		if cfg.Storage == api.MemoryStorage {
-			memory += uint64(cfg.MaxBytes)
-		} else {
-			file += uint64(cfg.MaxBytes)
-		}
-	}
-	return memory, file
+// streamUsage is one stream's share of its account's usage.
+type streamUsage struct {
+	replicas    int
+	storage     api.StorageType
+	msgs, bytes uint64
+	reserved    uint64 // max_bytes when set
+	consumers   int
+	name        string
+	created     time.Time
+	cfg         *api.StreamConfig
+	state       api.StreamState
 }
 
-// usage sums what the account's streams hold, by storage type.
-func (a *jsAccount) usage() (memory, file uint64, streams int) {
-	for _, s := range a.sortedStreams() {
-		s.mu.Lock()
-		if s.mu.cfg.Storage == api.MemoryStorage {
-			memory += s.mu.state.Bytes
-		} else {
-			file += s.mu.state.Bytes
-		}
-		s.mu.Unlock()
-		streams++
+// usageOf snapshots a stream for usage reports; parked durable consumers
+// count, since they exist on disk and come back with the account.
+func usageOf(s *stream) streamUsage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cfg, st := s.mu.cfg, s.mu.state
+	u := streamUsage{replicas: max(cfg.Replicas, 1), storage: cfg.Storage, msgs: st.Msgs, bytes: st.Bytes,
+		consumers: len(s.mu.cons) + len(s.mu.parked), name: cfg.Name, created: s.created, cfg: cfg, state: stateOf(st)}
+	u.state.Consumers = u.consumers
+	if cfg.MaxBytes > 0 {
+		u.reserved = uint64(cfg.MaxBytes)
 	}
-	return memory, file, streams
+	return u
+}
+
+// tierTotals adds up stream usages into one tier's figures.
+func tierTotals(streams []streamUsage, tier string) api.Tier {
+	var t api.Tier
+	for _, u := range streams {
+		if !inTier(tier, u.replicas) {
+			continue
+		}
+		t.Streams++
+		t.Consumers += u.consumers
+		if u.storage == api.MemoryStorage {
+			t.Memory += u.bytes
+			t.ReservedMemory += u.reserved
+		} else {
+			t.Store += u.bytes
+			t.ReservedStore += u.reserved
+		}
+	}
+	return t
+}
+
+// AccountUsage is one account's JetStream footprint, for metering: what
+// its streams hold and reserve, and its API traffic.
+type AccountUsage struct {
+	// Enabled says the account's limits allow JetStream now; a disabled
+	// account's streams are still stored and counted here.
+	Enabled bool
+	// Streams and Consumers count the account's streams and consumers
+	// (durable consumers of a disabled account included).
+	Streams, Consumers int
+	// Messages is the number of messages stored.
+	Messages uint64
+	// MemoryBytes and StoreBytes are the bytes held by memory and file
+	// streams.
+	MemoryBytes, StoreBytes uint64
+	// ReservedMemory and ReservedStore are the max_bytes reserved by
+	// memory and file streams.
+	ReservedMemory, ReservedStore uint64
+	// APITotal and APIErrors count API requests answered, and those
+	// answered with an error.
+	APITotal, APIErrors uint64
+}
+
+// AccountUsage reports an account's usage for metering, enabled or not.
+// ok is false when the engine knows nothing of the account: not
+// registered, and no streams stored.
+func (e *Engine) AccountUsage(name string) (AccountUsage, bool) {
+	e.mu.Lock()
+	a := e.mu.accounts[name]
+	e.mu.Unlock()
+	var u AccountUsage
+	var streams []*stream
+	if a != nil {
+		// Under create no stream moves between the account and the hold.
+		a.create.Lock()
+		u.Enabled = a.enabled.Load()
+		u.APITotal, u.APIErrors = a.apiTotal.Load(), a.apiErrors.Load()
+		streams = a.sortedStreams()
+	}
+	e.mu.Lock()
+	streams = append(streams, e.mu.held[name]...)
+	e.mu.Unlock()
+	if a != nil {
+		a.create.Unlock()
+	}
+	if a == nil && len(streams) == 0 {
+		return AccountUsage{}, false
+	}
+	usages := make([]streamUsage, 0, len(streams))
+	for _, s := range streams {
+		usages = append(usages, usageOf(s))
+	}
+	t := tierTotals(usages, "")
+	u.Streams, u.Consumers = t.Streams, t.Consumers
+	u.MemoryBytes, u.StoreBytes = t.Memory, t.Store
+	u.ReservedMemory, u.ReservedStore = t.ReservedMemory, t.ReservedStore
+	for _, s := range usages {
+		u.Messages += s.msgs
+	}
+	return u, true
+}
+
+// accountUsages snapshots the account's attached streams.
+func (a *jsAccount) accountUsages() []streamUsage {
+	streams := a.sortedStreams()
+	out := make([]streamUsage, 0, len(streams))
+	for _, s := range streams {
+		out = append(out, usageOf(s))
+	}
+	return out
+}
+
+// accountInfo reports usage and limits as nats-server's $JS.API.INFO does:
+// untiered limits at the top level; tiered limits in "tiers", one entry
+// per tier with limits or streams, and a top level of totals with zero
+// limits.
+func (a *jsAccount) accountInfoBody() *api.AccountInfo {
+	usages := a.accountUsages()
+	info := &api.AccountInfo{
+		Tier:   tierTotals(usages, ""),
+		Domain: a.e.opts.Domain,
+		API:    api.APIStats{Level: apiLevel, Total: a.apiTotal.Load(), Errors: a.apiErrors.Load()},
+	}
+	lim := a.limits.Load()
+	if !lim.tiered() {
+		_, info.Limits, _ = lim.selectTier(1)
+		return info
+	}
+	names := slices.Collect(maps.Keys(lim.Tiers))
+	for _, u := range usages {
+		if t := tierName(u.replicas); !slices.Contains(names, t) {
+			names = append(names, t)
+		}
+	}
+	info.Tiers = make(map[string]api.Tier, len(names))
+	for _, t := range names {
+		tier := tierTotals(usages, t)
+		tier.Limits = lim.Tiers[t]
+		info.Tiers[t] = tier
+	}
+	return info
 }

@@ -22,19 +22,17 @@ type apiRequest struct {
 
 // onAPI receives every request on the account's API subjects.
 func (a *jsAccount) onAPI(subject, reply, hdr, msg []byte) {
-	if rest, ok := a.pullSubject(subject); ok {
-		// Pull requests are queued right here, on the requester's
-		// goroutine: quick (no apply path), and so served in the order
-		// each connection sent them, as nats-server serves them.
-		if len(reply) > 0 {
-			a.consumerNext(apiRequest{a: a, subject: string(subject), reply: string(reply), body: msg}, rest)
+	if a.enabled.Load() {
+		if a.serveInline(subject, reply, msg) {
+			return
 		}
-		return
-	}
-	if rest, ok := a.directSubject(subject); ok {
-		// Direct gets only read the store: served inline, they skip a
-		// goroutine hand-off on the path KV reads take.
-		a.directGet(apiRequest{a: a, subject: string(subject), reply: string(reply), body: msg}, rest)
+	} else if a.answeredInline(subject) {
+		// Pull requests and direct gets are answered by consumers and
+		// streams, not the API: with none running, the requester hears no
+		// responders, as from nats-server.
+		if len(reply) > 0 {
+			a.acc.Publish(string(reply), "", noResponders, nil)
+		}
 		return
 	}
 	req := apiRequest{a: a, subject: string(subject), reply: string(reply),
@@ -45,6 +43,38 @@ func (a *jsAccount) onAPI(subject, reply, hdr, msg []byte) {
 		// Overloaded: say so rather than queue without bound.
 		a.reply(req.reply, &api.Response{Type: api.TypeSystemOverloaded, Error: api.NewInsufficientResourcesError()})
 	}
+}
+
+// serveInline serves pull requests and direct gets on the requester's
+// goroutine and reports whether subject was one.
+func (a *jsAccount) serveInline(subject, reply, msg []byte) bool {
+	if rest, ok := a.pullSubject(subject); ok {
+		// Pull requests are queued right here: quick (no apply path), and
+		// so served in the order each connection sent them, as
+		// nats-server serves them.
+		if len(reply) > 0 {
+			a.consumerNext(apiRequest{a: a, subject: string(subject), reply: string(reply), body: msg}, rest)
+		}
+		return true
+	}
+	if rest, ok := a.directSubject(subject); ok {
+		// Direct gets only read the store: served inline, they skip a
+		// goroutine hand-off on the path KV reads take.
+		a.directGet(apiRequest{a: a, subject: string(subject), reply: string(reply), body: msg}, rest)
+		return true
+	}
+	return false
+}
+
+// noResponders is the status a request gets when nobody serves its subject.
+var noResponders = []byte("NATS/1.0 503\r\n\r\n")
+
+// answeredInline reports whether subject is a pull request or direct get,
+// which streams and consumers answer rather than the API workers.
+func (a *jsAccount) answeredInline(subject []byte) bool {
+	_, pull := a.pullSubject(subject)
+	_, direct := a.directSubject(subject)
+	return pull || direct
 }
 
 // pullSubject recognises CONSUMER.MSG.NEXT.<stream>.<consumer> and
@@ -87,23 +117,50 @@ func (e *Engine) apiLoop() {
 // (a stream name, possibly followed by more tokens).
 type apiHandler func(a *jsAccount, req apiRequest, name string) any
 
-// apiRoutes maps the API subject (after the prefix, before the name) to
-// its handler.
-var apiRoutes = map[string]apiHandler{
-	"INFO":                   (*jsAccount).accountInfo,
-	"STREAM.CREATE":          (*jsAccount).streamCreate,
-	"STREAM.UPDATE":          (*jsAccount).streamUpdate,
-	"STREAM.INFO":            (*jsAccount).streamInfo,
-	"STREAM.DELETE":          (*jsAccount).streamDelete,
-	"STREAM.PURGE":           (*jsAccount).streamPurge,
-	"STREAM.NAMES":           (*jsAccount).streamNames,
-	"STREAM.LIST":            (*jsAccount).streamList,
-	"STREAM.MSG.GET":         (*jsAccount).msgGet,
-	"STREAM.MSG.DELETE":      (*jsAccount).msgDelete,
-	"STREAM.LEADER.STEPDOWN": (*jsAccount).streamStepdown,
+// apiRoute is one API operation: its handler, and the reply it gives
+// when it fails before the handler runs (an account without JetStream),
+// in the shape the handler's own error replies have.
+type apiRoute struct {
+	serve apiHandler
+	fail  func(*api.Error) any
 }
 
-// serve routes one request and sends its reply.
+// failAs returns the error-reply shape of a route answering with a bare
+// {"type":…,"error":…}.
+func failAs(typ string) func(*api.Error) any {
+	return func(err *api.Error) any { return &api.Response{Type: typ, Error: err} }
+}
+
+// apiRoutes maps the API subject (after the prefix, before the name) to
+// its route.
+var apiRoutes = map[string]apiRoute{
+	"INFO": {(*jsAccount).accountInfo, func(err *api.Error) any {
+		return &api.AccountInfoResponse{Response: api.Response{Type: api.TypeAccountInfoResponse, Error: err}}
+	}},
+	"STREAM.CREATE": {(*jsAccount).streamCreate, failAs(api.TypeStreamCreateResponse)},
+	"STREAM.UPDATE": {(*jsAccount).streamUpdate, failAs(api.TypeStreamUpdateResponse)},
+	"STREAM.INFO": {(*jsAccount).streamInfo, func(err *api.Error) any {
+		return &api.StreamInfoResponse{Response: api.Response{Type: api.TypeStreamInfoResponse, Error: err}}
+	}},
+	"STREAM.DELETE": {(*jsAccount).streamDelete, failAs(api.TypeStreamDeleteResponse)},
+	"STREAM.PURGE": {(*jsAccount).streamPurge, func(err *api.Error) any {
+		return &api.StreamPurgeResponse{Response: api.Response{Type: api.TypeStreamPurgeResponse, Error: err}}
+	}},
+	"STREAM.NAMES": {(*jsAccount).streamNames, func(err *api.Error) any {
+		return &api.StreamNamesResponse{Response: api.Response{Type: api.TypeStreamNamesResponse, Error: err}}
+	}},
+	"STREAM.LIST": {(*jsAccount).streamList, func(err *api.Error) any {
+		return &api.StreamListResponse{Response: api.Response{Type: api.TypeStreamListResponse, Error: err},
+			Streams: []*api.StreamInfo{}}
+	}},
+	"STREAM.MSG.GET":         {(*jsAccount).msgGet, failAs(api.TypeStreamMsgGetResponse)},
+	"STREAM.MSG.DELETE":      {(*jsAccount).msgDelete, failAs(api.TypeStreamMsgDeleteResponse)},
+	"STREAM.LEADER.STEPDOWN": {(*jsAccount).streamStepdown, failAs(api.TypeStreamLeaderStepdownResponse)},
+}
+
+// serve routes one request and sends its reply. An account without
+// JetStream gets 10039 from every route, before its body is read, as
+// nats-server checks the account first.
 func (a *jsAccount) serve(req apiRequest) {
 	op := strings.TrimPrefix(req.subject, "$JS.API.")
 	if d := a.e.opts.Domain; d != "" {
@@ -112,13 +169,21 @@ func (a *jsAccount) serve(req apiRequest) {
 	if strings.HasPrefix(op, "DIRECT.GET.") {
 		// Direct gets are answered by the stream, not the API: nats-server
 		// leaves them out of the account's API stats.
+		if !a.enabled.Load() {
+			a.acc.Publish(req.reply, "", noResponders, nil)
+			return
+		}
 		a.directGet(req, strings.TrimPrefix(op, "DIRECT.GET."))
 		return
 	}
 	route, name := op, ""
 	for {
-		if h, ok := apiRoutes[route]; ok {
-			resp := h(a, req, name)
+		if r, ok := apiRoutes[route]; ok {
+			if !a.enabled.Load() {
+				a.refuseNotEnabled(req, r)
+				return
+			}
+			resp := r.serve(a, req, name)
 			if resp != nil {
 				a.reply(req.reply, resp)
 			}
@@ -136,6 +201,20 @@ func (a *jsAccount) serve(req apiRequest) {
 		route = route[:i]
 	}
 	a.reply(req.reply, &api.Response{Type: api.TypeSystemResponse, Error: api.NewBadRequestError()})
+}
+
+// refuseNotEnabled answers a request to an account without JetStream:
+// 10039 in the route's reply shape. nats-server keeps no API stats for
+// such an account, so it is not counted.
+func (a *jsAccount) refuseNotEnabled(req apiRequest, r apiRoute) {
+	if r.fail == nil {
+		// A route nobody serves without JetStream (pull requests).
+		if req.reply != "" {
+			a.acc.Publish(req.reply, "", noResponders, nil)
+		}
+		return
+	}
+	a.reply(req.reply, statsAs{resp: r.fail(api.NewNotEnabledForAccountError())})
 }
 
 // reply marshals resp to the requester and counts it in the API stats
@@ -185,16 +264,6 @@ func decode(body []byte, v any) *api.Error {
 	return nil
 }
 
-func (a *jsAccount) accountInfo(req apiRequest, _ string) any {
-	mem, file, streams := a.usage()
-	resMem, resFile := a.reservations()
-	unlimited := api.AccountLimits{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1,
-		MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}
-	info := &api.AccountInfo{
-		Tier: api.Tier{Memory: mem, Store: file, ReservedMemory: resMem, ReservedStore: resFile,
-			Streams: streams, Limits: unlimited},
-		Domain: a.e.opts.Domain,
-		API:    api.APIStats{Level: apiLevel, Total: a.apiTotal.Load(), Errors: a.apiErrors.Load()},
-	}
-	return &api.AccountInfoResponse{Response: api.Response{Type: api.TypeAccountInfoResponse}, AccountInfo: info}
+func (a *jsAccount) accountInfo(apiRequest, string) any {
+	return &api.AccountInfoResponse{Response: api.Response{Type: api.TypeAccountInfoResponse}, AccountInfo: a.accountInfoBody()}
 }

@@ -12,16 +12,27 @@ import (
 
 // consumerRoutes extend apiRoutes with the consumer API.
 func init() {
-	apiRoutes["CONSUMER.CREATE"] = (*jsAccount).consumerCreate
-	apiRoutes["CONSUMER.DURABLE.CREATE"] = (*jsAccount).consumerDurableCreate
-	apiRoutes["CONSUMER.INFO"] = (*jsAccount).consumerInfo
-	apiRoutes["CONSUMER.DELETE"] = (*jsAccount).consumerDelete
-	apiRoutes["CONSUMER.NAMES"] = (*jsAccount).consumerNames
-	apiRoutes["CONSUMER.LIST"] = (*jsAccount).consumerList
-	apiRoutes["CONSUMER.MSG.NEXT"] = (*jsAccount).consumerNext
-	apiRoutes["CONSUMER.PAUSE"] = (*jsAccount).consumerPause
-	apiRoutes["CONSUMER.LEADER.STEPDOWN"] = (*jsAccount).consumerStepdown
-	apiRoutes["CONSUMER.UNPIN"] = (*jsAccount).consumerUnpin
+	consumerFail := func(typ string) func(*api.Error) any {
+		return func(err *api.Error) any { return consumerErr(typ, err) }
+	}
+	apiRoutes["CONSUMER.CREATE"] = apiRoute{(*jsAccount).consumerCreate, consumerFail(api.TypeConsumerCreateResponse)}
+	apiRoutes["CONSUMER.DURABLE.CREATE"] = apiRoute{(*jsAccount).consumerDurableCreate, consumerFail(api.TypeConsumerCreateResponse)}
+	apiRoutes["CONSUMER.INFO"] = apiRoute{(*jsAccount).consumerInfo, consumerFail(api.TypeConsumerInfoResponse)}
+	apiRoutes["CONSUMER.DELETE"] = apiRoute{(*jsAccount).consumerDelete, func(err *api.Error) any {
+		return &api.SuccessResponse{Response: api.Response{Type: api.TypeConsumerDeleteResponse, Error: err}}
+	}}
+	apiRoutes["CONSUMER.NAMES"] = apiRoute{(*jsAccount).consumerNames, func(err *api.Error) any {
+		return &api.ConsumerNamesResponse{Response: api.Response{Type: api.TypeConsumerNamesResponse, Error: err}, Consumers: []string{}}
+	}}
+	apiRoutes["CONSUMER.LIST"] = apiRoute{(*jsAccount).consumerList, func(err *api.Error) any {
+		return &api.ConsumerListResponse{Response: api.Response{Type: api.TypeConsumerListResponse, Error: err}, Consumers: []*api.ConsumerInfo{}}
+	}}
+	apiRoutes["CONSUMER.MSG.NEXT"] = apiRoute{(*jsAccount).consumerNext, nil}
+	apiRoutes["CONSUMER.PAUSE"] = apiRoute{(*jsAccount).consumerPause, func(err *api.Error) any {
+		return &api.ConsumerPauseResponse{Response: api.Response{Type: api.TypeConsumerPauseResponse, Error: err}}
+	}}
+	apiRoutes["CONSUMER.LEADER.STEPDOWN"] = apiRoute{(*jsAccount).consumerStepdown, failAs(api.TypeConsumerLeaderStepdownResponse)}
+	apiRoutes["CONSUMER.UNPIN"] = apiRoute{(*jsAccount).consumerUnpin, failAs(api.TypeConsumerUnpinResponse)}
 }
 
 // randomName is an ephemeral consumer's name: 8 random base-62 characters.
@@ -107,7 +118,11 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 		return consumerErr(typ, api.NewStreamNotFoundError())
 	}
 	scfg := s.config()
-	norm, aerr := cfg.Normalize(api.ConsumerEnv{Stream: scfg, Pedantic: creq.Pedantic})
+	tierLim, tier, aerr := a.consumerLimits(scfg.Replicas)
+	if aerr != nil {
+		return consumerErr(typ, aerr)
+	}
+	norm, aerr := cfg.Normalize(api.ConsumerEnv{Stream: scfg, Limits: tierLim, Pedantic: creq.Pedantic})
 	if aerr != nil {
 		return consumerErr(typ, aerr)
 	}
@@ -121,6 +136,9 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 
 	a.create.Lock()
 	defer a.create.Unlock()
+	if !a.enabled.Load() {
+		return consumerErr(typ, api.NewNotEnabledForAccountError())
+	}
 	s.mu.Lock()
 	existing := s.mu.cons[cname]
 	var others []*api.ConsumerConfig
@@ -149,6 +167,11 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 		return &api.ConsumerInfoResponse{Response: api.Response{Type: typ}, ConsumerInfo: existing.info()}
 	}
 	if scfg.MaxConsumers > 0 && len(others) >= scfg.MaxConsumers {
+		return consumerErr(typ, api.NewMaxConsumersReachedError())
+	}
+	// The account's max_consumers counts every consumer of the tier,
+	// ephemerals included, across the account's streams.
+	if tierLim != nil && tierLim.MaxConsumers > 0 && a.countConsumers(tier) >= tierLim.MaxConsumers {
 		return consumerErr(typ, api.NewMaxConsumersReachedError())
 	}
 	if err := api.CheckWorkQueue(scfg, norm, others); err != nil {

@@ -32,6 +32,11 @@ func (a *jsAccount) streamConfigFromRequest(req apiRequest, name string, create 
 		return nil, api.NewInvalidJSONError(err)
 	}
 	cfg := &creq.StreamConfig
+	// nats-server looks for the tier before it checks a new stream's
+	// config: one no tier covers is refused whatever else is wrong with it.
+	if _, _, ok := a.limits.Load().selectTier(cfg.Replicas); create && !ok {
+		return nil, api.NewNoLimitsError()
+	}
 	if create {
 		switch {
 		case cfg.Name != name:
@@ -46,6 +51,7 @@ func (a *jsAccount) streamConfigFromRequest(req apiRequest, name string, create 
 	}
 	norm, aerr := cfg.Normalize(api.StreamEnv{
 		Pedantic: creq.Pedantic,
+		Limits:   a.streamTierLimits(cfg.Replicas),
 		Lookup: func(n string) (*api.StreamConfig, bool) {
 			if s := a.lookup(n); s != nil {
 				return s.config(), true
@@ -72,6 +78,21 @@ func (a *jsAccount) streamConfigFromRequest(req apiRequest, name string, create 
 	return norm, nil
 }
 
+// streamTierLimits returns the limits of the tier a stream of replicas
+// falls in, for the config checks (max_bytes_required, the per-stream
+// max_bytes ceiling); nil in open mode or when no tier applies (a create
+// is refused for that earlier, an update later).
+func (a *jsAccount) streamTierLimits(replicas int) *api.AccountLimits {
+	lim := a.limits.Load()
+	if lim == nil {
+		return nil
+	}
+	if _, tl, ok := lim.selectTier(max(replicas, 1)); ok {
+		return &tl
+	}
+	return nil
+}
+
 func (a *jsAccount) streamCreate(req apiRequest, name string) any {
 	const typ = api.TypeStreamCreateResponse
 	cfg, aerr := a.streamConfigFromRequest(req, name, true)
@@ -80,6 +101,10 @@ func (a *jsAccount) streamCreate(req apiRequest, name string) any {
 	}
 	a.create.Lock()
 	defer a.create.Unlock()
+	if !a.enabled.Load() {
+		// Disabled while this request waited for the lock.
+		return streamErr(typ, api.NewNotEnabledForAccountError())
+	}
 	if s := a.lookup(name); s != nil {
 		if !sameConfig(s.config(), cfg) {
 			return streamErr(typ, api.NewStreamNameInUseError())
@@ -92,11 +117,15 @@ func (a *jsAccount) streamCreate(req apiRequest, name string) any {
 	if err := api.CheckSubjectOverlap(cfg.Subjects, a.configsExcept(name)); err != nil {
 		return streamErr(typ, err)
 	}
+	if err := a.checkStreamLimits(cfg, nil); err != nil {
+		return streamErr(typ, err)
+	}
 	if err := a.e.checkReservation(cfg, 0); err != nil {
 		return streamErr(typ, err)
 	}
 	ap := a.e.applierFor(cfg)
 	s := newStream(a.e, ap, a.e.newStreamID(), cfg, a.e.opts.Now().UTC())
+	s.ledger = a.ledger
 	if cfg.FirstSeq > 1 {
 		s.mu.state.FirstSeq, s.mu.state.LastSeq = cfg.FirstSeq, cfg.FirstSeq-1
 	}
@@ -128,6 +157,9 @@ func (a *jsAccount) streamUpdate(req apiRequest, name string) any {
 	}
 	a.create.Lock()
 	defer a.create.Unlock()
+	if !a.enabled.Load() {
+		return streamErr(typ, api.NewNotEnabledForAccountError())
+	}
 	s := a.lookup(name)
 	if s == nil {
 		return streamErr(typ, api.NewStreamNotFoundError())
@@ -137,6 +169,9 @@ func (a *jsAccount) streamUpdate(req apiRequest, name string) any {
 		return streamErr(typ, aerr)
 	}
 	if err := api.CheckSubjectOverlap(next.Subjects, a.configsExcept(name)); err != nil {
+		return streamErr(typ, err)
+	}
+	if err := a.checkStreamLimits(next, s); err != nil {
 		return streamErr(typ, err)
 	}
 	if err := a.e.checkReservation(next, max(s.config().MaxBytes, 0)); err != nil {
@@ -209,6 +244,9 @@ func (a *jsAccount) streamDelete(req apiRequest, name string) any {
 	const typ = api.TypeStreamDeleteResponse
 	a.create.Lock()
 	defer a.create.Unlock()
+	if !a.enabled.Load() {
+		return streamErr(typ, api.NewNotEnabledForAccountError())
+	}
 	s := a.lookup(name)
 	if s == nil {
 		return streamErr(typ, api.NewStreamNotFoundError())

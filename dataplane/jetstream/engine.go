@@ -78,10 +78,15 @@ type Engine struct {
 		accounts map[string]*jsAccount // by account name
 		byID     map[uint64]*stream    // every stream of the node
 		nextID   uint64
-		// recovered holds streams read at start-up until their account
-		// is enabled, by account name.
-		recovered map[string][]*stream
-		closed    bool
+		// held holds, by account name, the streams of accounts that are
+		// not enabled: read at start-up before their account registered,
+		// or detached while it is disabled or removed. Their data stays
+		// on disk; enabling the account attaches them.
+		held map[string][]*stream
+		// ledgers count each account's storage commitments, by account
+		// name, for the engine's life (see usageLedger).
+		ledgers map[string]*usageLedger
+		closed  bool
 	}
 	wg sync.WaitGroup
 }
@@ -107,7 +112,8 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{opts: opts, log: opts.Log, apiQueue: make(chan apiRequest, 4096)}
 	e.mu.accounts = map[string]*jsAccount{}
 	e.mu.byID = map[uint64]*stream{}
-	e.mu.recovered = map[string][]*stream{}
+	e.mu.held = map[string][]*stream{}
+	e.mu.ledgers = map[string]*usageLedger{}
 	e.file = newApplier(e, opts.Store, opts.SyncInterval, opts.MaxFileStore)
 	e.memory = newApplier(e, opts.Memory, 0, opts.MaxMemoryStore)
 	for _, ap := range []*applier{e.file, e.memory} {
@@ -142,7 +148,10 @@ func (e *Engine) recover(ap *applier) error {
 			return fmt.Errorf("jetstream: stream %q record: %w", info.Name, errors.Join(err, store.ErrCorrupt))
 		}
 		s := newStream(e, ap, info.ID, rec.Config, rec.Created)
+		s.ledger = e.ledgerFor(rec.Account)
 		s.mu.state = info.State
+		s.mu.detached = true
+		s.commitLocked(+1)
 		ap.used.Add(int64(info.State.Bytes))
 		if err := s.loadDedup(now); err != nil {
 			return err
@@ -160,7 +169,7 @@ func (e *Engine) recover(ap *applier) error {
 		e.mu.Lock()
 		e.mu.byID[info.ID] = s
 		e.mu.nextID = max(e.mu.nextID, info.ID)
-		e.mu.recovered[rec.Account] = append(e.mu.recovered[rec.Account], s)
+		e.mu.held[rec.Account] = append(e.mu.held[rec.Account], s)
 		e.mu.Unlock()
 		return nil
 	})
@@ -181,7 +190,7 @@ func (e *Engine) Close() {
 	}
 	e.mu.Unlock()
 	for _, a := range accounts {
-		a.disable()
+		a.shutdown()
 	}
 	close(e.apiQueue)
 	e.file.close()

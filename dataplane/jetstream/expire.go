@@ -12,9 +12,10 @@ import (
 // armTimerLocked schedules the stream's next expiry work: max_age of the
 // oldest message, the earliest per-message TTL, and pruning of the
 // duplicate window. Expiry runs on a timer, not on the next write, so an
-// idle stream still ages out.
+// idle stream still ages out. A detached stream arms nothing: its account
+// is not enabled, and nats-server does not age out a stopped stream.
 func (s *stream) armTimerLocked() {
-	if s.mu.removed {
+	if s.mu.removed || s.mu.detached {
 		return
 	}
 	cfg, st := s.mu.cfg, &s.mu.state

@@ -14,29 +14,46 @@ type Snapshot struct {
 	SyncInterval        time.Duration
 	Domain              string
 
-	Memory, Store      uint64
-	Streams, Consumers int
-	Messages, Bytes    uint64
-	APITotal           uint64
-	APIErrors          uint64
-	Accounts           []AccountSnapshot
+	Memory, Store                 uint64
+	ReservedMemory, ReservedStore uint64
+	Streams, Consumers            int
+	Messages, Bytes               uint64
+	APITotal                      uint64
+	APIErrors                     uint64
+	Accounts                      []AccountSnapshot
 }
 
-// AccountSnapshot is one account's share of a Snapshot.
+// AccountSnapshot is one JetStream-enabled account's share of a Snapshot:
+// what nats-server's /jsz account_details carries (name, usage, reserved
+// bytes, API stats, streams), plus the account's limits.
 type AccountSnapshot struct {
-	Name          string
+	// Name is the account's name; in operator mode its public key, which
+	// nats-server reports as both name and id.
+	Name string
+	// Memory and Store are the bytes held by memory and file streams.
 	Memory, Store uint64
-	APITotal      uint64
-	APIErrors     uint64
-	Streams       []StreamSnapshot
+	// ReservedMemory and ReservedStore are the max_bytes reserved.
+	ReservedMemory, ReservedStore uint64
+	// Consumers counts the consumers of all the account's streams.
+	Consumers int
+	// Messages counts the messages of all the account's streams.
+	Messages  uint64
+	APITotal  uint64
+	APIErrors uint64
+	// Limits are the account's limits as registered (nil: open mode,
+	// unlimited). Callers must not modify them.
+	Limits *AccountLimits
+	// Streams are the account's streams, by name.
+	Streams []StreamSnapshot
 }
 
 // StreamSnapshot is one stream in a Snapshot.
 type StreamSnapshot struct {
-	Name    string
-	Created time.Time
-	Config  *api.StreamConfig
-	State   api.StreamState
+	Name      string
+	Created   time.Time
+	Config    *api.StreamConfig
+	State     api.StreamState
+	Consumers int
 }
 
 // Snapshot gathers usage across accounts, sorted by account and stream
@@ -46,6 +63,26 @@ func (e *Engine) Snapshot() Snapshot {
 		MaxMemory: e.opts.MaxMemoryStore, MaxStore: e.opts.MaxFileStore, StoreDir: e.opts.StoreDir,
 		SyncInterval: e.opts.SyncInterval, Domain: e.opts.Domain,
 	}
+	snap.Accounts = e.Accounts()
+	for _, as := range snap.Accounts {
+		snap.Memory += as.Memory
+		snap.Store += as.Store
+		snap.ReservedMemory += as.ReservedMemory
+		snap.ReservedStore += as.ReservedStore
+		snap.Streams += len(as.Streams)
+		snap.Consumers += as.Consumers
+		snap.Messages += as.Messages
+		snap.Bytes += as.Memory + as.Store
+		snap.APITotal += as.APITotal
+		snap.APIErrors += as.APIErrors
+	}
+	return snap
+}
+
+// Accounts reports every JetStream-enabled account, by name, for /jsz's
+// account details. Accounts registered with limits that do not enable
+// JetStream are left out, as nats-server leaves them out.
+func (e *Engine) Accounts() []AccountSnapshot {
 	e.mu.Lock()
 	accounts := make([]*jsAccount, 0, len(e.mu.accounts))
 	for _, a := range e.mu.accounts {
@@ -53,27 +90,27 @@ func (e *Engine) Snapshot() Snapshot {
 	}
 	e.mu.Unlock()
 	sort.Slice(accounts, func(i, j int) bool { return accounts[i].acc.Name() < accounts[j].acc.Name() })
+	out := make([]AccountSnapshot, 0, len(accounts))
 	for _, a := range accounts {
-		as := AccountSnapshot{Name: a.acc.Name(), APITotal: a.apiTotal.Load(), APIErrors: a.apiErrors.Load()}
-		for _, s := range a.sortedStreams() {
-			s.mu.Lock()
-			cfg, st := s.mu.cfg, s.mu.state
-			s.mu.Unlock()
-			if cfg.Storage == api.MemoryStorage {
-				as.Memory += st.Bytes
-			} else {
-				as.Store += st.Bytes
-			}
-			as.Streams = append(as.Streams, StreamSnapshot{Name: cfg.Name, Created: s.created, Config: cfg, State: stateOf(st)})
-			snap.Messages += st.Msgs
-			snap.Bytes += st.Bytes
+		if !a.enabled.Load() {
+			continue
 		}
-		snap.Memory += as.Memory
-		snap.Store += as.Store
-		snap.Streams += len(as.Streams)
-		snap.APITotal += as.APITotal
-		snap.APIErrors += as.APIErrors
-		snap.Accounts = append(snap.Accounts, as)
+		out = append(out, a.snapshot())
 	}
-	return snap
+	return out
+}
+
+// snapshot is the account's AccountSnapshot.
+func (a *jsAccount) snapshot() AccountSnapshot {
+	usages := a.accountUsages()
+	t := tierTotals(usages, "")
+	as := AccountSnapshot{Name: a.acc.Name(), Memory: t.Memory, Store: t.Store,
+		ReservedMemory: t.ReservedMemory, ReservedStore: t.ReservedStore, Consumers: t.Consumers,
+		APITotal: a.apiTotal.Load(), APIErrors: a.apiErrors.Load(), Limits: a.limits.Load()}
+	for _, u := range usages {
+		as.Messages += u.msgs
+		as.Streams = append(as.Streams, StreamSnapshot{Name: u.name, Created: u.created, Config: u.cfg,
+			State: u.state, Consumers: u.consumers})
+	}
+	return as
 }

@@ -21,6 +21,9 @@ type stream struct {
 	ap      *applier
 	id      uint64
 	created time.Time
+	// ledger is the owning account's usage ledger; set before the stream
+	// is first applied to, never changed.
+	ledger *usageLedger
 
 	mu struct {
 		sync.Mutex
@@ -45,14 +48,18 @@ type stream struct {
 		cons map[string]*consumer
 		// dedupPruneAt is when old Nats-Msg-Id records are next dropped.
 		dedupPruneAt int64 // guarded by mu
+		// detached is true while the stream is not attached to an enabled
+		// account (recovered and not yet claimed, or held while its
+		// account is disabled): no expiry timer runs.
+		detached bool
+		// parked holds durable consumers waiting for the stream to attach:
+		// read at start-up, or kept while the account was disabled.
+		parked []*consumer
 	}
 	unsubs []func() // capture subscriptions; owned by the account
 	// durable is the last sequence committed to the store: consumers
 	// deliver nothing beyond it.
 	durable atomic.Uint64
-	// recovered holds durable consumers read at start-up until the
-	// account is enabled.
-	recovered []*consumer
 }
 
 // loadConsumers reads the stream's durable consumers from the store.
@@ -68,7 +75,7 @@ func (s *stream) loadConsumers() error {
 				return fmt.Errorf("jetstream: consumer %q state: %w", rec.Name, errors.Join(err, store.ErrCorrupt))
 			}
 		}
-		s.recovered = append(s.recovered, c)
+		s.mu.parked = append(s.mu.parked, c)
 		return nil
 	})
 }

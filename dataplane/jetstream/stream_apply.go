@@ -26,15 +26,21 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 	switch p.kind {
 	case propCreate:
 		ap.batch.PutStream(s.recordLocked(p.acct.acc.Name()))
+		s.commitLocked(+1)
 		s.mu.dirty = true
 	case propUpdate:
+		// The commitment moves with the config (max_bytes set, changed or
+		// dropped) before eviction adjusts the bytes under the new one.
+		s.commitLocked(-1)
 		s.mu.cfg = p.cfg
+		s.commitLocked(+1)
 		s.mu.tr, _ = compileTransforms(p.cfg)
 		ap.batch.PutStream(s.recordLocked(p.acct.acc.Name()))
 		r.err = s.enforceLimitsLocked("", ap)
 		s.mu.dirty = true
 	case propRemove:
 		ap.batch.DeleteStream(s.id)
+		s.commitLocked(-1)
 		ap.used.Add(-int64(s.mu.state.Bytes))
 		s.mu.removed = true
 		if s.mu.timer != nil {
@@ -152,6 +158,9 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 		return result{err: api.NewInsufficientResourcesError()}
 	}
 	size := msgSize(p.subject, p.hdr, p.data)
+	if err := s.checkMsgRoomLocked(p.acct, size); err != nil {
+		return result{err: err}
+	}
 	if err := s.checkDiscardNewLocked(p.subject, size, ap); err != nil {
 		return result{err: err}
 	}
@@ -166,7 +175,7 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 	st.LastSeq, st.LastTime = seq, now
 	st.Msgs++
 	st.Bytes += size
-	ap.used.Add(int64(size))
+	s.bytesChangedLocked(ap, int64(size))
 	if ss := s.subjectEntryLocked(p.subject); ss != nil {
 		if ss.msgs == 0 {
 			ss.first = seq
@@ -369,7 +378,7 @@ func (s *stream) removeLocked(seq uint64, subj string, size uint64, ap *applier)
 	size = min(st.Bytes, size)
 	st.Msgs--
 	st.Bytes -= size
-	ap.used.Add(-int64(size))
+	s.bytesChangedLocked(ap, -int64(size))
 	s.mu.dirty = true
 	if ss := s.mu.subjects[m.Subject]; ss != nil {
 		ss.msgs--
@@ -516,9 +525,10 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 		n := st.Msgs
 		if n > 0 {
 			ap.batch.PurgeAll(s.id)
-			ap.used.Add(-int64(st.Bytes))
 		}
+		freed := st.Bytes
 		st.Msgs, st.Bytes = 0, 0
+		s.bytesChangedLocked(ap, -int64(freed))
 		st.LastSeq = req.Sequence - 1
 		st.FirstSeq, st.FirstTime = req.Sequence, 0
 		if s.mu.subjects != nil {
@@ -536,8 +546,9 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 	if req.Subject == "" && req.Sequence == 0 && req.Keep == 0 {
 		n := st.Msgs
 		ap.batch.PurgeAll(s.id)
-		ap.used.Add(-int64(st.Bytes))
+		freed := st.Bytes
 		st.Msgs, st.Bytes = 0, 0
+		s.bytesChangedLocked(ap, -int64(freed))
 		st.FirstSeq, st.FirstTime = st.LastSeq+1, 0
 		if s.mu.subjects != nil {
 			s.mu.subjects = map[string]*subjectState{}
