@@ -337,18 +337,14 @@ func withRequestInfo(s *sender, importer *Account, hdrLen int, msg []byte) (int,
 	} else {
 		body = msg
 	}
-	info := `{"acc":"` + importer.name + `"`
+	var rtt time.Duration
 	if c := s.from; c != nil && c.acc == importer {
 		c.mu.Lock()
-		rtt := c.mu.rtt
+		rtt = c.mu.rtt
 		c.mu.Unlock()
-		if rtt > 0 {
-			info += `,"rtt":` + strconv.FormatInt(int64(rtt), 10)
-		}
 	}
-	info += "}"
 
-	out := make([]byte, 0, len(hdr)+len(body)+len(requestInfoHdr)+len(info)+16)
+	out := make([]byte, 0, len(hdr)+len(body)+len(requestInfoHdr)+len(importer.name)+48)
 	if hdr == nil {
 		out = append(out, "NATS/1.0\r\n"...)
 	} else {
@@ -359,9 +355,13 @@ func withRequestInfo(s *sender, importer *Account, hdrLen int, msg []byte) (int,
 			out = append(append(out, line...), '\r', '\n')
 		}
 	}
-	out = append(out, requestInfoHdr+": "...)
-	out = append(out, info...)
-	out = append(out, "\r\n\r\n"...)
+	out = append(out, requestInfoHdr+`: {"acc":"`...)
+	out = append(out, importer.name...)
+	out = append(out, '"')
+	if rtt > 0 {
+		out = strconv.AppendInt(append(out, `,"rtt":`...), int64(rtt), 10)
+	}
+	out = append(out, "}\r\n\r\n"...)
 	n := len(out)
 	return n, append(out, body...)
 }

@@ -24,7 +24,7 @@ import (
 // linkWorld is an operator-mode server (not listening) whose account JWTs
 // the test writes and rewrites.
 type linkWorld struct {
-	t     *testing.T
+	t     testing.TB
 	op    nkeys.KeyPair
 	srv   *Server
 	ready chan *Account // AccountReady calls, when watched
@@ -71,7 +71,7 @@ func (w *linkWorld) AccountReady(acc *Account) {
 
 func (w *linkWorld) AccountGone(*Account) {}
 
-func newLinkWorld(t *testing.T) *linkWorld {
+func newLinkWorld(t testing.TB) *linkWorld {
 	op, _ := nkeys.CreateOperator()
 	opPub, _ := op.PublicKey()
 	opJWT, err := jwt.NewOperatorClaims(opPub).Encode(op)
