@@ -300,6 +300,7 @@ func (s *Server) expireAccount(a *Account, ac *jwt.AccountClaims) {
 		c.sendErr(errTextAccExpired)
 		c.close(reasonAuthExpired, true)
 	}
+	s.unlinkAccount(a) // nothing crosses to or from it any more
 	if s.hooks != nil {
 		s.hooks.AccountGone(a)
 	}

@@ -124,12 +124,12 @@ func (a *Account) importsFromLocked(name string) bool {
 }
 
 // relinkLocked installs the imports a's claims want and the exporters
-// admit, and removes the others.
+// admit, and removes the others. A disabled account has none in force.
 func (s *Server) relinkLocked(a *Account, now time.Time) {
 	var plans []*plan
-	want := map[string]bool{}
+	want := map[string]*plan{}
 	var soonest time.Time
-	if ac := a.claims.Load(); ac != nil {
+	if ac := a.claims.Load(); ac != nil && !a.isDisabled() {
 		for _, imp := range ac.Imports {
 			p, pending, err := s.planImport(a, imp, now)
 			switch {
@@ -137,8 +137,8 @@ func (s *Server) relinkLocked(a *Account, now time.Time) {
 				s.log.Warn("import refused", "account", a.name, "err", err)
 			case pending != "":
 				s.loadForImportLocked(pending)
-			case !want[p.key]:
-				want[p.key] = true
+			case want[p.key] == nil:
+				want[p.key] = p
 				plans = append(plans, p)
 				if !p.expires.IsZero() && (soonest.IsZero() || p.expires.Before(soonest)) {
 					soonest = p.expires
@@ -147,7 +147,9 @@ func (s *Server) relinkLocked(a *Account, now time.Time) {
 		}
 	}
 	for k, l := range a.links.installed {
-		if !want[k] {
+		// An exporter deleted and loaded again is a new *Account: links
+		// to the old one are replaced.
+		if p := want[k]; p == nil || l.source() != p.exporter {
 			l.uninstall()
 			delete(a.links.installed, k)
 			s.log.Info("import withdrawn", "account", a.name, "import", k)
@@ -177,6 +179,38 @@ func (s *Server) relinkLocked(a *Account, now time.Time) {
 	}
 }
 
+// unlinkAccount takes an account out of every link when it goes (its JWT
+// expired, or it was deleted): its imports are removed, and so are the
+// imports of others from it.
+func (s *Server) unlinkAccount(a *Account) {
+	if s.op == nil {
+		return
+	}
+	reg := &s.accts.links
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	for k, l := range a.links.installed {
+		l.uninstall()
+		delete(a.links.installed, k)
+	}
+	if a.links.expiry != nil {
+		a.links.expiry.Stop()
+		a.links.expiry = nil
+	}
+	for _, b := range s.Accounts() {
+		if b != a && b.importsFromLocked(a.name) {
+			s.relinkLocked(b, time.Now())
+		}
+	}
+}
+
+// isDisabled reports whether the account's JWT expired or was withdrawn.
+func (a *Account) isDisabled() bool {
+	a.cmu.Lock()
+	defer a.cmu.Unlock()
+	return a.cmu.disabled
+}
+
 // planImport reads one import of a's claims. It returns the plan when the
 // exporter is loaded and admits the import, the exporter's name when it
 // must be loaded first, or why the import is refused.
@@ -194,10 +228,7 @@ func (s *Server) planImport(a *Account, imp *jwt.Import, now time.Time) (p *plan
 		return nil, imp.Account, nil
 	}
 	ec := exp.claims.Load()
-	exp.cmu.Lock()
-	disabled := exp.cmu.disabled
-	exp.cmu.Unlock()
-	if disabled {
+	if exp.isDisabled() {
 		return nil, "", fmt.Errorf("%s %q: exporting account %s: %w", imp.Type, imp.Subject, exp.name, ErrAccountDisabled)
 	}
 

@@ -215,6 +215,7 @@ func TestStreamImportMapsSubjects(t *testing.T) {
 		ac.Imports.Add(
 			&jwt.Import{Type: jwt.Stream, Account: exp.pub, Subject: "orders.>", LocalSubject: "a.orders.>"},
 			&jwt.Import{Type: jwt.Stream, Account: exp.pub, Subject: "metrics.*.*", LocalSubject: "m.$2.$1"},
+			//lint:ignore SA1019 the deprecated prefix form is still honoured, as by nats-server
 			&jwt.Import{Type: jwt.Stream, Account: exp.pub, Subject: "alerts", To: "ext"},
 		)
 	})
@@ -628,5 +629,77 @@ func TestServiceMapping(t *testing.T) {
 		if got := string(m.apply([]byte(c.pub))); got != c.want {
 			t.Errorf("%s→%s maps %s to %s, want %s", c.from, c.to, c.pub, got, c.want)
 		}
+	}
+}
+
+func TestActivationExpiryWithdrawsImport(t *testing.T) {
+	w := newLinkWorld(t)
+	exp := w.account(func(ac *jwt.AccountClaims) {
+		ac.Exports.Add(&jwt.Export{Type: jwt.Stream, Subject: "feed", TokenReq: true})
+	})
+	imp := w.account(nil)
+	expires := time.Now().Add(time.Hour)
+	imp.claims.Imports.Add(&jwt.Import{Type: jwt.Stream, Account: exp.pub, Subject: "feed",
+		Token: exp.activation(imp.pub, jwt.Stream, "feed", func(a *jwt.ActivationClaims) { a.Expires = expires.Unix() })})
+	w.Store(imp.pub, imp.sign())
+	ea, ia := exp.load(), imp.load()
+	in := listen(t, ia, "feed")
+	ea.Publish("feed", "", nil, nil)
+	in.expect(t, "while the activation is valid", "feed")
+
+	reg := &w.srv.accts.links
+	reg.mu.Lock()
+	armed := ia.links.expiry != nil
+	// What the expiry timer does when it fires, an hour on.
+	w.srv.relinkLocked(ia, expires.Add(time.Second))
+	reg.mu.Unlock()
+	if !armed {
+		t.Fatal("no relink scheduled for the activation's expiry")
+	}
+	ea.Publish("feed", "", nil, nil)
+	in.expect(t, "after the activation expired")
+}
+
+func TestAccountGoneAndBack(t *testing.T) {
+	w := newLinkWorld(t)
+	exp := w.account(func(ac *jwt.AccountClaims) { ac.Exports.Add(streamExport("feed"), serviceExport("svc")) })
+	imp := w.account(func(ac *jwt.AccountClaims) {
+		ac.Imports.Add(&jwt.Import{Type: jwt.Stream, Account: exp.pub, Subject: "feed"},
+			&jwt.Import{Type: jwt.Service, Account: exp.pub, Subject: "svc"})
+	})
+	ea, ia := exp.load(), imp.load()
+	in := listen(t, ia, "feed")
+	ea.Publish("feed", "", nil, nil)
+	in.expect(t, "linked", "feed")
+
+	// The exporter's JWT expires: nothing crosses any more, and the
+	// exporter's index no longer holds the importer's link.
+	w.srv.expireAccount(ea, ea.claims.Load())
+	ea.Publish("feed", "", nil, nil)
+	in.expect(t, "after the exporter expired")
+	if n := ea.subs.Count(); n != 0 {
+		t.Fatalf("expired exporter still holds %d subscriptions", n)
+	}
+	// New claims bring it back.
+	exp.update()
+	ea.Publish("feed", "", nil, nil)
+	in.expect(t, "after new claims", "feed")
+
+	// The exporter is forgotten and loaded again as a new account: the
+	// import follows it to the new one.
+	w.srv.accts.mu.Lock()
+	delete(w.srv.accts.m, exp.pub)
+	w.srv.accts.mu.Unlock()
+	ea2 := exp.load()
+	if ea2 == ea {
+		t.Fatal("the account was not loaded anew")
+	}
+	ea2.Publish("feed", "", nil, nil)
+	in.expect(t, "from the reloaded exporter", "feed")
+	svc := listen(t, ea2, "svc")
+	ia.Publish("svc", "", nil, nil)
+	svc.expect(t, "request to the reloaded exporter", "svc")
+	if n := ea.subs.Count(); n != 0 {
+		t.Fatalf("the old exporter still holds %d subscriptions", n)
 	}
 }
