@@ -260,30 +260,43 @@ func (s *stream) detach() {
 // consumers stop, and each durable consumer is replaced by a parked
 // successor carrying its config and state, started again by attach.
 // Ephemeral consumers end, as they do on nats-server.
+//
+// Order matters for retention: the consumers are retired first (so a late
+// inactivity removal cannot delete a record or re-run interest checks),
+// then stopped, then whatever they submitted is applied while they are
+// still the stream's consumers, and only then does the stream let them go.
 func (s *stream) hold() {
 	s.detach()
+	s.mu.Lock()
+	cons := s.consumersLocked()
+	s.mu.Unlock()
+	keep := make([]bool, len(cons))
+	for i, c := range cons {
+		keep[i] = c.retire()
+	}
+	for _, c := range cons {
+		c.stop()
+	}
+	s.ap.apply(&proposal{s: s, kind: propSync})
 	s.mu.Lock()
 	s.mu.detached = true
 	if s.mu.timer != nil {
 		s.mu.timer.Stop()
 	}
 	s.mu.timerAt = 0
-	cons := s.consumersLocked()
 	clear(s.mu.cons)
 	s.mu.Unlock()
-	for _, c := range cons {
-		c.stop()
+	for i, c := range cons {
+		if !keep[i] {
+			continue
+		}
 		nc, err := c.successor()
 		if err != nil {
 			s.e.log.Error("jetstream consumer not kept while account disabled", "stream", c.stream, "consumer", c.name, "err", err)
 			continue
 		}
-		if nc == nil {
-			continue
-		}
-		// The stopped consumer is marked deleted (so a late inactivity
-		// removal cannot delete the record); its successor writes the
-		// state instead.
+		// The retired consumer writes nothing more; its successor writes
+		// the state it carries.
 		nc.persist()
 		s.mu.Lock()
 		s.mu.parked = append(s.mu.parked, nc)
@@ -291,19 +304,24 @@ func (s *stream) hold() {
 	}
 }
 
-// successor retires a stopped consumer and, if it is durable and not
-// deleted, returns a fresh one with its config, creation time and state,
-// not yet started. A stopped consumer cannot run again (its quit channel
-// is closed), hence a new value.
+// retire marks c as done for good, so nothing removes or persists it any
+// more, and reports whether it should live on as a successor: durable and
+// not deleted.
+func (c *consumer) retire() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keep := !c.mu.deleted && c.mu.cfg.IsDurable()
+	c.mu.deleted = true
+	return keep
+}
+
+// successor returns a fresh consumer with a retired one's config,
+// creation time and state, not yet started. A stopped consumer cannot run
+// again (its quit channel is closed), hence a new value.
 func (c *consumer) successor() (*consumer, error) {
 	c.mu.Lock()
-	gone := c.mu.deleted || !c.mu.cfg.IsDurable()
-	c.mu.deleted = true
 	cfg, state := c.mu.cfg, c.encodeStateLocked()
 	c.mu.Unlock()
-	if gone {
-		return nil, nil
-	}
 	nc := newConsumer(c.s, nil, c.name, cfg, c.created)
 	if err := nc.restoreState(state); err != nil {
 		return nil, fmt.Errorf("jetstream: consumer %q state: %w", c.name, err)

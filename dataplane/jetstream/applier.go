@@ -26,6 +26,9 @@ const (
 	propConsumerState
 	propConsumerDelete
 	propInterestCheck
+	// propSync changes nothing: applied, it shows that everything
+	// submitted for the stream before it has been applied.
+	propSync
 )
 
 // proposal is one change to one stream, on its way through the apply path.

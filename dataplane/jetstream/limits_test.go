@@ -726,3 +726,38 @@ func TestLimitsRaceWithTraffic(t *testing.T) {
 		t.Fatalf("after the churn %+v: want the durable back", st)
 	}
 }
+
+// TestDisableKeepsInterestRetention: parking consumers must not look like
+// losing interest, which would drop what a parked consumer still needs.
+func TestDisableKeepsInterestRetention(t *testing.T) {
+	e, _ := bareEngine(t, vfs.NewMem())
+	on := untiered(func(*api.AccountLimits) {})
+	acc := register(t, e, "A", on)
+	createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s"}, Retention: api.InterestPolicy})
+	createConsumer(t, acc, "S", api.ConsumerConfig{Durable: "C1", AckPolicy: api.AckExplicit})
+	createConsumer(t, acc, "S", api.ConsumerConfig{Durable: "C2", AckPolicy: api.AckExplicit})
+	createConsumer(t, acc, "S", api.ConsumerConfig{AckPolicy: api.AckExplicit, InactiveThreshold: time.Hour})
+	mustPublish(t, acc, "s", []byte("m"))
+	got := inbox(t, acc, "_INBOX.c1")
+	acc.Publish("$JS.API.CONSUMER.MSG.NEXT.S.C1", "_INBOX.c1", nil, []byte(`{"batch":1}`))
+	acc.request(t, next(t, got).reply, nil, []byte("+ACK"))
+
+	for _, lim := range []*AccountLimits{disabledLimits, on} {
+		if err := e.UpdateAccount("A", lim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := streamInfo(t, acc, "S").State; st.Msgs != 1 || st.Consumers != 2 {
+		t.Fatalf("after disable and enable %+v: want the message C2 still needs, and the two durables", st)
+	}
+	got2 := inbox(t, acc, "_INBOX.c2")
+	acc.Publish("$JS.API.CONSUMER.MSG.NEXT.S.C2", "_INBOX.c2", nil, []byte(`{"batch":1}`))
+	d := next(t, got2)
+	if d.data != "m" {
+		t.Fatalf("C2 got %+v", d)
+	}
+	acc.request(t, d.reply, nil, []byte("+ACK"))
+	if st := streamInfo(t, acc, "S").State; st.Msgs != 0 {
+		t.Fatalf("after both acked %+v: want the message gone", st)
+	}
+}

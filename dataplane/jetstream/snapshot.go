@@ -14,7 +14,9 @@ type Snapshot struct {
 	SyncInterval        time.Duration
 	Domain              string
 
-	Memory, Store                 uint64
+	Memory, Store uint64
+	// ReservedMemory and ReservedStore sum the max_bytes the enabled
+	// accounts' streams reserve, as /jsz reports them.
 	ReservedMemory, ReservedStore uint64
 	Streams, Consumers            int
 	Messages, Bytes               uint64
@@ -49,10 +51,12 @@ type AccountSnapshot struct {
 
 // StreamSnapshot is one stream in a Snapshot.
 type StreamSnapshot struct {
-	Name      string
-	Created   time.Time
-	Config    *api.StreamConfig
-	State     api.StreamState
+	Name    string
+	Created time.Time
+	Config  *api.StreamConfig
+	// State carries the consumer count too (consumer_count).
+	State api.StreamState
+	// Consumers counts the stream's consumers.
 	Consumers int
 }
 

@@ -659,6 +659,11 @@ func keepNewest(victims []store.Message, keep uint64) []store.Message {
 // queue drops a message once acknowledged; an interest stream once every
 // consumer whose filter matches it is done with it.
 func (s *stream) removeAckedLocked(seqs []uint64, ap *applier) error {
+	if s.mu.detached {
+		// The consumers are parked: without them retention cannot
+		// decide, so it waits (see stream.hold).
+		return nil
+	}
 	if err := ap.visible(); err != nil {
 		return err
 	}
@@ -692,7 +697,7 @@ func (s *stream) removeAckedLocked(seqs []uint64, ap *applier) error {
 // does).
 func (s *stream) dropUninterestedLocked(from uint64, ap *applier) error {
 	st := &s.mu.state
-	if s.mu.cfg.Retention != api.InterestPolicy || st.Msgs == 0 {
+	if s.mu.cfg.Retention != api.InterestPolicy || st.Msgs == 0 || s.mu.detached {
 		return nil
 	}
 	if len(s.mu.cons) == 0 {
