@@ -685,11 +685,15 @@ func TestAccountGoneAndBack(t *testing.T) {
 	ea.Publish("feed", "", nil, nil)
 	in.expect(t, "after new claims", "feed")
 
-	// The exporter is forgotten and loaded again as a new account: the
-	// import follows it to the new one.
-	w.srv.accts.mu.Lock()
-	delete(w.srv.accts.m, exp.pub)
-	w.srv.accts.mu.Unlock()
+	// The exporter is deleted: the link goes with it. Pushed again, it
+	// is a new account, and the import follows it there.
+	if err := w.srv.DeleteAccount(exp.pub); err != nil {
+		t.Fatal(err)
+	}
+	if n := ea.subs.Count(); n != 0 {
+		t.Fatalf("deleted exporter still holds %d subscriptions", n)
+	}
+	w.Store(exp.pub, exp.sign())
 	ea2 := exp.load()
 	if ea2 == ea {
 		t.Fatal("the account was not loaded anew")

@@ -209,6 +209,7 @@ func (s *Server) DeleteAccount(name string) error {
 	}
 	a.cmu.Unlock()
 	n := a.DisconnectAll(errTextAuthViolation, reasonAccountDeleted)
+	s.unlinkAccount(a) // nothing crosses to or from it any more
 	s.log.Info("account deleted", "account", name, "disconnected", n)
 	if s.hooks != nil {
 		s.hooks.AccountGone(a)
