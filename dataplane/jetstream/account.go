@@ -500,7 +500,7 @@ func (a *jsAccount) accountUsages() []streamUsage {
 	return out
 }
 
-// accountInfo reports usage and limits as nats-server's $JS.API.INFO does:
+// accountInfoBody reports usage and limits as nats-server's $JS.API.INFO does:
 // untiered limits at the top level; tiered limits in "tiers", one entry
 // per tier with limits or streams, and a top level of totals with zero
 // limits.
