@@ -195,6 +195,10 @@ func serveDataplane(ctx context.Context, opts *config.Options, dataDir string, l
 		return err
 	}
 	defer js.close()
+	mon, err := startSystemServices(srv, js, log)
+	if err != nil {
+		return err
+	}
 	if res != nil {
 		go loadStoredAccounts(srv, res, log)
 	}
@@ -203,12 +207,7 @@ func serveDataplane(ctx context.Context, opts *config.Options, dataDir string, l
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve() }()
-	var mon *monitor.Monitor
 	if opts.HTTPPort != 0 {
-		mon = monitor.New(srv, log)
-		if js.engine != nil {
-			mon.SetJetStream(js.engine)
-		}
 		host := opts.HTTPHost
 		if host == "" {
 			host = opts.Host
@@ -230,9 +229,7 @@ func serveDataplane(ctx context.Context, opts *config.Options, dataDir string, l
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if mon != nil {
-		mon.Close()
-	}
+	mon.Close()
 	if err := srv.Shutdown(sctx); err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -61,6 +63,10 @@ type jsz struct {
 	Total     int              `json:"total"`
 }
 
+// accountDetail is one account in /jsz, and the whole answer to
+// $SYS.REQ.ACCOUNT.<account>.JSZ. As in nats-server, name is the
+// account's name from its JWT, id its key, and the reserved figures are
+// the account's untiered storage limits.
 type accountDetail struct {
 	Name string `json:"name"`
 	ID   string `json:"id"`
@@ -75,13 +81,27 @@ type streamDetail struct {
 	State   api.StreamState   `json:"state"`
 }
 
+// jszOptions are nats-server's JSzOptions: the query of /jsz, and the
+// JSON body of a JSZ request to the system account. Consumer implies
+// Streams; Streams without an account implies Accounts. Contrail has no
+// consumer detail yet, so Consumer adds nothing beyond the streams.
+type jszOptions struct {
+	Account  string `json:"account,omitempty"`
+	Accounts bool   `json:"accounts,omitempty"`
+	Streams  bool   `json:"streams,omitempty"`
+	Consumer bool   `json:"consumer,omitempty"`
+	Config   bool   `json:"config,omitempty"`
+	Offset   int    `json:"offset,omitempty"`
+	Limit    int    `json:"limit,omitempty"`
+}
+
 func configOf(s *jetstream.Snapshot) *jsConfig {
 	return &jsConfig{MaxMemory: s.MaxMemory, MaxStore: s.MaxStore, StoreDir: s.StoreDir, SyncInterval: s.SyncInterval, Domain: s.Domain}
 }
 
 func statsOf(s *jetstream.Snapshot) jsStats {
-	return jsStats{Memory: s.Memory, Store: s.Store, Accounts: len(s.Accounts),
-		API: jsAPIStats{Level: 1, Total: s.APITotal, Errors: s.APIErrors}}
+	return jsStats{Memory: s.Memory, Store: s.Store, ReservedMemory: s.ReservedMemory, ReservedStore: s.ReservedStore,
+		Accounts: len(s.Accounts), API: jsAPIStats{Level: 1, Total: s.APITotal, Errors: s.APIErrors}}
 }
 
 func boolParam(r *http.Request, name string) bool {
@@ -95,46 +115,109 @@ func boolParam(r *http.Request, name string) bool {
 // jsz answers /jsz: totals, and with accounts=true (streams=true,
 // config=true, acc=<name>) per-account and per-stream detail.
 func (m *Monitor) jsz(w http.ResponseWriter, r *http.Request) {
-	out := jsz{ID: m.srv.ID(), Now: time.Now().UTC()}
-	if m.js == nil {
-		out.Disabled = true
-		writeJSON(w, r, &out)
-		return
-	}
-	offset, limit, err := pageParams(r)
-	if err != nil {
+	var o jszOptions
+	var err error
+	if o.Offset, o.Limit, err = pageParams(r); err != nil {
 		badRequest(w, "%v", err)
 		return
+	}
+	o.Account = r.URL.Query().Get("acc")
+	o.Accounts, o.Streams, o.Consumer = boolParam(r, "accounts"), boolParam(r, "streams"), boolParam(r, "consumers")
+	o.Config = boolParam(r, "config")
+	writeJSON(w, r, m.jszDoc(&o))
+}
+
+// jszDoc builds /jsz for the options.
+func (m *Monitor) jszDoc(o *jszOptions) *jsz {
+	out := &jsz{ID: m.srv.ID(), Now: time.Now().UTC()}
+	if m.js == nil {
+		out.Disabled = true
+		return out
+	}
+	if o.Consumer {
+		o.Streams = true
+	}
+	if o.Streams && o.Account == "" {
+		o.Accounts = true
+	}
+	limit := o.Limit
+	if limit <= 0 {
+		limit = 1024
 	}
 	snap := m.js.Snapshot()
 	out.Config = configOf(&snap)
 	out.jsStats = statsOf(&snap)
-	out.Streams, out.Messages, out.Bytes = snap.Streams, snap.Messages, snap.Bytes
-	withStreams, withConfig := boolParam(r, "streams"), boolParam(r, "config")
-	accFilter := r.URL.Query().Get("acc")
-	if boolParam(r, "accounts") || accFilter != "" || withStreams {
-		var details []*accountDetail
-		for _, a := range snap.Accounts {
-			if accFilter != "" && a.Name != accFilter {
-				continue
-			}
-			d := &accountDetail{Name: a.Name, ID: a.Name, jsStats: jsStats{Memory: a.Memory, Store: a.Store,
-				API: jsAPIStats{Level: 1, Total: a.APITotal, Errors: a.APIErrors}}}
-			if withStreams {
-				for _, s := range a.Streams {
-					sd := streamDetail{Name: s.Name, Created: s.Created.UTC(), State: s.State}
-					if withConfig {
-						sd.Config = s.Config
-					}
-					d.Streams = append(d.Streams, sd)
-				}
-			}
-			details = append(details, d)
+	out.Streams, out.Consumers, out.Messages, out.Bytes = snap.Streams, snap.Consumers, snap.Messages, snap.Bytes
+	out.Total = len(snap.Accounts)
+	var chosen []jetstream.AccountSnapshot
+	for _, a := range snap.Accounts {
+		if a.Name == o.Account {
+			chosen = []jetstream.AccountSnapshot{a}
+			break
 		}
-		out.Total = len(details)
-		out.Accounts = page(details, offset, limit)
 	}
-	writeJSON(w, r, &out)
+	if chosen == nil && o.Accounts {
+		chosen = page(snap.Accounts, max(o.Offset, 0), limit)
+	}
+	for i := range chosen {
+		out.Accounts = append(out.Accounts, m.accountDetail(&chosen[i], o))
+	}
+	return out
+}
+
+// accountJsz answers $SYS.REQ.ACCOUNT.<account>.JSZ: the account's
+// detail, with its streams when asked.
+func (m *Monitor) accountJsz(o *jszOptions) (*accountDetail, error) {
+	if m.js == nil {
+		return nil, errors.New("jetstream not enabled")
+	}
+	if o.Consumer {
+		o.Streams = true
+	}
+	for _, a := range m.js.Snapshot().Accounts {
+		if a.Name == o.Account {
+			return m.accountDetail(&a, o), nil
+		}
+	}
+	if m.srv.LoadedAccount(o.Account) == nil {
+		return nil, fmt.Errorf("account %q not found", o.Account)
+	}
+	return nil, fmt.Errorf("account %q not jetstream enabled", o.Account)
+}
+
+// accountDetail renders one account's JetStream usage.
+func (m *Monitor) accountDetail(a *jetstream.AccountSnapshot, o *jszOptions) *accountDetail {
+	d := &accountDetail{Name: a.Name, ID: a.Name, jsStats: jsStats{Memory: a.Memory, Store: a.Store,
+		API: jsAPIStats{Total: a.APITotal, Errors: a.APIErrors}}}
+	if acc := m.srv.LoadedAccount(a.Name); acc != nil {
+		d.Name = nameTag(acc)
+	}
+	d.ReservedMemory, d.ReservedStore = untieredLimits(a.Limits)
+	if o.Streams {
+		for _, s := range a.Streams {
+			sd := streamDetail{Name: s.Name, Created: s.Created.UTC(), State: s.State}
+			if o.Config {
+				sd.Config = s.Config
+			}
+			d.Streams = append(d.Streams, sd)
+		}
+	}
+	return d
+}
+
+// untieredLimits are an account's untiered memory and storage limits as
+// nats-server reports them in reserved_memory and reserved_storage:
+// unlimited (-1, open mode) reads as the largest uint64, and tiered-only
+// limits as 0.
+func untieredLimits(l *jetstream.AccountLimits) (mem, store uint64) {
+	if l == nil {
+		return ^uint64(0), ^uint64(0)
+	}
+	t, ok := l.Tiers[""]
+	if !ok {
+		return 0, 0
+	}
+	return uint64(t.MaxMemory), uint64(t.MaxStore)
 }
 
 func page[T any](items []T, offset, limit int) []T {

@@ -1,6 +1,8 @@
 // Package monitor serves a node's HTTP monitoring endpoints (/healthz,
-// /varz, /connz, /subsz) with nats-server's paths and JSON field names, so
-// existing dashboards and exporters read Contrail unchanged.
+// /varz, /connz, /subsz, /jsz, /accountz, /accstatz) with nats-server's
+// paths and JSON field names, so existing dashboards and exporters read
+// Contrail unchanged. It also builds the same documents for the system
+// account's services (MonitorDoc), which send them over NATS.
 package monitor
 
 import (
@@ -44,6 +46,8 @@ func New(srv *server.Server, log *slog.Logger) *Monitor {
 	mux.HandleFunc("/subsz", m.counted("/subsz", m.subsz))
 	mux.HandleFunc("/subscriptionsz", m.counted("/subscriptionsz", m.subsz))
 	mux.HandleFunc("/jsz", m.counted("/jsz", m.jsz))
+	mux.HandleFunc("/accountz", m.counted("/accountz", m.accountz))
+	mux.HandleFunc("/accstatz", m.counted("/accstatz", m.accstatz))
 	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return m
 }
@@ -91,7 +95,8 @@ func (m *Monitor) root(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprint(w, `<html><body><h1>Contrail data plane</h1><ul>
 <li><a href="varz">varz</a></li><li><a href="connz">connz</a></li>
-<li><a href="subsz">subsz</a></li><li><a href="jsz">jsz</a></li><li><a href="healthz">healthz</a></li></ul></body></html>`)
+<li><a href="subsz">subsz</a></li><li><a href="jsz">jsz</a></li><li><a href="accountz">accountz</a></li>
+<li><a href="accstatz">accstatz</a></li><li><a href="healthz">healthz</a></li></ul></body></html>`)
 }
 
 func (m *Monitor) healthz(w http.ResponseWriter, r *http.Request) {

@@ -1,9 +1,11 @@
 package monitor
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/contrail/contrail/dataplane/server"
 	"github.com/contrail/contrail/dataplane/subject"
 )
 
@@ -28,20 +30,65 @@ type sublistStats struct {
 	AvgFanout    float64 `json:"avg_fanout"`
 }
 
+// subszOptions are nats-server's SubszOptions: the query of /subsz, and
+// the JSON body of a SUBSZ request to the system account.
+type subszOptions struct {
+	Offset int  `json:"offset"`
+	Limit  int  `json:"limit"`
+	Subs   bool `json:"subscriptions"`
+	// Account limits the document to one account.
+	Account string `json:"account,omitempty"`
+	// Test keeps the subscriptions a publish to this literal subject
+	// would reach.
+	Test string `json:"test,omitempty"`
+}
+
 func (m *Monitor) subsz(w http.ResponseWriter, r *http.Request) {
-	offset, limit, err := pageParams(r)
-	if err != nil {
+	var o subszOptions
+	var err error
+	if o.Offset, o.Limit, err = pageParams(r); err != nil {
 		badRequest(w, "%v", err)
 		return
 	}
 	q := r.URL.Query()
-	filter := q.Get("test")
-	if filter != "" && !subject.ValidLiteralString(filter) {
-		badRequest(w, "invalid test subject %q: must be a literal subject", filter)
+	s := q.Get("subs")
+	o.Subs = s == "1" || s == "true" || s == "detail"
+	o.Test, o.Account = q.Get("test"), q.Get("acc")
+	doc, err := m.subszDoc(&o)
+	if err != nil {
+		badRequest(w, "%v", err)
 		return
 	}
-	st := m.srv.SubStats()
-	out := subsz{
+	writeJSON(w, r, doc)
+}
+
+// subszDoc builds /subsz: index counters summed over the accounts (or the
+// one asked for), and the subscriptions when asked.
+func (m *Monitor) subszDoc(o *subszOptions) (*subsz, error) {
+	if o.Test != "" && !subject.ValidLiteralString(o.Test) {
+		return nil, fmt.Errorf("%w: invalid test subject %q: must be a literal subject", server.ErrBadOptions, o.Test)
+	}
+	limit := o.Limit
+	if limit <= 0 {
+		limit = 1024
+	}
+	offset := max(o.Offset, 0)
+	var st subject.Stats
+	tags := map[string]string{}
+	for _, a := range m.srv.Accounts() {
+		if o.Account != "" && a.Name() != o.Account {
+			continue
+		}
+		as, _ := m.srv.AccountSubStats(a.Name())
+		st.Subscriptions += as.Subscriptions
+		st.CacheEntries += as.CacheEntries
+		st.Inserts += as.Inserts
+		st.Removes += as.Removes
+		st.Matches += as.Matches
+		st.CacheHits += as.CacheHits
+		tags[a.Name()] = nameTag(a)
+	}
+	out := &subsz{
 		ID:  m.srv.ID(),
 		Now: time.Now().UTC(),
 		sublistStats: sublistStats{
@@ -57,18 +104,24 @@ func (m *Monitor) subsz(w http.ResponseWriter, r *http.Request) {
 	if st.Matches > 0 {
 		out.CacheHitRate = float64(st.CacheHits) / float64(st.Matches)
 	}
-	if s := q.Get("subs"); s == "1" || s == "true" || s == "detail" {
+	if o.Subs {
 		var matched []subDetail
 		for _, sd := range m.srv.Subs() {
-			if filter == "" || subject.Matches(sd.Subject, filter) {
-				matched = append(matched, toSubDetail(sd.SubInfo, sd.CID, sd.Account))
+			if (o.Account == "" || sd.Account == o.Account) && (o.Test == "" || subject.Matches(sd.Subject, o.Test)) {
+				matched = append(matched, toSubDetail(sd.SubInfo, sd.CID, sd.Account, tags[sd.Account]))
 			}
 		}
 		out.Total = len(matched)
-		if offset < len(matched) {
-			matched = matched[offset:]
-			out.Subs = matched[:min(limit, len(matched))]
-		}
+		out.Subs = page(matched, offset, limit)
 	}
-	writeJSON(w, r, &out)
+	return out, nil
+}
+
+// nameTag is the account's name from its JWT, or its key without one, as
+// nats-server tags accounts in monitoring.
+func nameTag(a *server.Account) string {
+	if ac := a.Claims(); ac != nil && ac.Name != "" {
+		return ac.Name
+	}
+	return a.Name()
 }

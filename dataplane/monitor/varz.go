@@ -76,6 +76,11 @@ type slowConsumerStats struct {
 }
 
 func (m *Monitor) varz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, r, m.varzDoc())
+}
+
+// varzDoc builds /varz.
+func (m *Monitor) varzDoc() *varz {
 	opts := m.srv.Options()
 	st := m.srv.Stats()
 	now := time.Now()
@@ -139,7 +144,7 @@ func (m *Monitor) varz(w http.ResponseWriter, r *http.Request) {
 		st := statsOf(&snap)
 		v.JetStream = &jsVarz{Config: configOf(&snap), Stats: &st}
 	}
-	writeJSON(w, r, &v)
+	return &v
 }
 
 func splitPort(hostport string) (string, int, error) {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/jwt/v2"
+
+	"github.com/contrail/contrail/dataplane/subject"
 )
 
 // AccountStat is one account's connections and traffic on this server:
@@ -243,14 +245,16 @@ func (a *Account) sublistStats() *SublistStats {
 	return out
 }
 
-// AccountSublistStats reports a loaded account's subject index counters
-// (client subscriptions only), for /subsz.
-func (s *Server) AccountSublistStats(account string) (*SublistStats, bool) {
+// AccountSubStats reports a loaded account's subject index counters,
+// counting client subscriptions only, for /subsz to add up.
+func (s *Server) AccountSubStats(account string) (subject.Stats, bool) {
 	a := s.LoadedAccount(account)
 	if a == nil {
-		return nil, false
+		return subject.Stats{}, false
 	}
-	return a.sublistStats(), true
+	st := a.subs.Stats()
+	st.Subscriptions = a.clientSubs()
+	return st, true
 }
 
 // ClientIdentities reports, by connection id, who each authenticated
