@@ -1,12 +1,22 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nkeys"
 )
 
 func TestParseBenchCSV(t *testing.T) {
@@ -97,5 +107,160 @@ func TestWarnings(t *testing.T) {
 	want := []string{"Fetch  timeout! (x2)", "WARNING: at least one of the pull consumer Fetch operation timed out. These results are not optimal!"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestParseStatusKiB(t *testing.T) {
+	// Excerpt of a real /proc/<pid>/status.
+	status := []byte("Name:\tnats-server\nVmPeak:\t 1262292 kB\nVmHWM:\t   41084 kB\nVmRSS:\t   37012 kB\n" +
+		"RssAnon:\t   21100 kB\nRssFile:\t   15912 kB\nRssShmem:\t       0 kB\nThreads:\t9\n")
+	for field, want := range map[string]int64{"VmRSS": 37012, "RssAnon": 21100, "RssFile": 15912} {
+		if got, err := parseStatusKiB(status, field); err != nil || got != want {
+			t.Errorf("%s = %d, %v; want %d", field, got, err, want)
+		}
+	}
+	if _, err := parseStatusKiB([]byte("Name:\tkthreadd\nThreads:\t1\n"), "VmRSS"); err == nil {
+		t.Error("no VmRSS line: want error")
+	}
+	if _, err := parseStatusKiB([]byte("VmRSS:\t12 MB\n"), "VmRSS"); err == nil {
+		t.Error("odd unit: want error")
+	}
+	// "VmRSS" must not match a longer field name's prefix.
+	if got, err := parseStatusKiB([]byte("VmRSSx:\t1 kB\nVmRSS:\t2 kB\n"), "VmRSS"); err != nil || got != 2 {
+		t.Errorf("prefix field: %d, %v", got, err)
+	}
+}
+
+func TestRSSStable(t *testing.T) {
+	const s = time.Second
+	series := func(step time.Duration, kib ...int64) []rssSample {
+		var out []rssSample
+		for i, k := range kib {
+			out = append(out, rssSample{at: time.Duration(i) * step, kib: k})
+		}
+		return out
+	}
+	cases := []struct {
+		name    string
+		samples []rssSample
+		want    bool
+	}{
+		{"empty", nil, false},
+		{"one sample", series(s/4, 1000), false},
+		{"flat but shorter than the window", series(s/4, 1000, 1000, 1000, 1000), false},
+		{"flat over exactly the window", series(s/4, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000), true},
+		{"0.9% drift", series(s/2, 1000, 1003, 1006, 1009, 1009), true},
+		{"1.1% change", series(s/2, 1000, 1000, 1011, 1011, 1011), false},
+		{"growth that stopped", series(s/2, 500, 700, 900, 1000, 1001, 1002, 1003, 1004), true},
+		{"still growing", series(s/2, 500, 700, 900, 1000, 1050, 1100, 1150), false},
+		{"drop within the window", series(s/2, 1000, 1000, 1000, 1000, 1000, 900), false},
+		{"old spike outside the window", series(s/2, 1000, 5000, 1000, 1000, 1000, 1000, 1000), true},
+		{"zero RSS", series(s, 0, 0, 0), false},
+	}
+	for _, c := range cases {
+		if got := rssStable(c.samples, 2*s, 0.01); got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestParseMemStats(t *testing.T) {
+	// Tail of /debug/pprof/heap?debug=1.
+	profile := []byte("heap profile: 1: 2 [3: 4] @ heap/1048576\n1: 2 [3: 4] @ 0x1 0x2\n#\t0x1\tmain.f+0x1\t/x.go:1\n\n" +
+		"# runtime.MemStats\n# Alloc = 21319584\n# Sys = 29391112\n# HeapInuse = 22347776\n# Stack = 557056 / 557056\n" +
+		"# PauseNs = [0 0 0]\n# NumGC = 2\n# DebugGC = false\n")
+	got := parseMemStats(profile)
+	want := map[string]int64{"Alloc": 21319584, "Sys": 29391112, "HeapInuse": 22347776, "Stack": 557056, "NumGC": 2}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+func TestParallel(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int]int{}
+	err := parallel(context.Background(), 100, 7, func(i int) error {
+		mu.Lock()
+		seen[i]++
+		mu.Unlock()
+		return nil
+	})
+	if err != nil || len(seen) != 100 {
+		t.Fatalf("err %v, %d items done", err, len(seen))
+	}
+	for i, n := range seen {
+		if n != 1 {
+			t.Errorf("item %d done %d times", i, n)
+		}
+	}
+	var done atomic.Int64
+	err = parallel(context.Background(), 1000, 4, func(i int) error {
+		done.Add(1)
+		if i == 10 {
+			return errors.New("item 10")
+		}
+		return nil
+	})
+	if err == nil || err.Error() != "item 10" || done.Load() >= 1000 {
+		t.Errorf("err %v after %d items; want item 10, stopping early", err, done.Load())
+	}
+	if err := parallel(context.Background(), 0, 4, func(int) error { return errors.New("called") }); err != nil {
+		t.Errorf("no items: %v", err)
+	}
+}
+
+func TestTenantWorld(t *testing.T) {
+	w, err := newTenantWorld(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.serve(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get(w.base); code != http.StatusOK {
+		t.Errorf("base URL: HTTP %d, want 200 (nats-server probes it)", code)
+	}
+	if code, _ := get(w.base + "ANOTTHERE"); code != http.StatusNotFound {
+		t.Errorf("unknown account: HTTP %d", code)
+	}
+	for _, tn := range w.tenants {
+		code, token := get(w.base + tn.pub)
+		ac, err := jwt.DecodeAccountClaims(token)
+		if code != http.StatusOK || err != nil {
+			t.Fatalf("%s: HTTP %d, %v", tn.name, code, err)
+		}
+		if ac.Limits.JetStreamLimits != tenantJSLimits || !ac.Limits.IsJSEnabled() {
+			t.Errorf("%s: JetStream limits %+v", tn.name, ac.Limits.JetStreamLimits)
+		}
+		uc, err := jwt.DecodeUserClaims(tn.userJWT)
+		if err != nil || uc.Issuer != tn.pub {
+			t.Errorf("%s: user issued by %q (%v)", tn.name, uc.Issuer, err)
+		}
+		if kp, err := nkeys.FromSeed([]byte(tn.userSeed)); err != nil {
+			t.Errorf("%s: seed: %v", tn.name, err)
+		} else if pub, _ := kp.PublicKey(); pub != uc.Subject {
+			t.Errorf("%s: seed is not the user's", tn.name)
+		}
+	}
+	code, token := get(w.base + w.sysPub)
+	if sys, err := jwt.DecodeAccountClaims(token); code != http.StatusOK || err != nil || sys.Limits.IsJSEnabled() {
+		t.Errorf("system account: HTTP %d, %v", code, err)
+	}
+	conf := w.natsServerTenantConf("/tmp/x")
+	for _, want := range []string{"operator: \"" + w.opJWT + "\"", "system_account: \"" + w.sysPub + "\"",
+		"resolver: URL(" + w.base + ")", "store_dir: \"/tmp/x\""} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("nats-server config lacks %q:\n%s", want, conf)
+		}
 	}
 }

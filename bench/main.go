@@ -2,7 +2,9 @@
 // `nats bench`: it builds Contrail, makes sure natscli v0.5.0 and
 // nats-server v2.15.2 are installed, starts both servers on free loopback
 // ports, runs a table of workloads against each of them alternately for a
-// number of rounds and prints the medians side by side.
+// number of rounds and prints the medians side by side. With -tenants N
+// it instead measures tenant density: N accounts with JetStream, each
+// connected and using a stream, and both servers' idle RSS.
 //
 // Run it from the repository root with `go run ./bench`; see README.md.
 package main
@@ -33,6 +35,7 @@ type config struct {
 	selftest      bool
 	keep          bool
 	verbose       bool
+	tenants       int
 }
 
 func parseFlags() config {
@@ -48,6 +51,7 @@ func parseFlags() config {
 	flag.BoolVar(&c.selftest, "selftest", false, `run a second nats-server as the "contrail" side (validates the harness; ratios should be ~1)`)
 	flag.BoolVar(&c.keep, "keep", false, "keep the temp dir (server logs, data, CSV files) and print its path")
 	flag.BoolVar(&c.verbose, "v", false, "print every nats command line")
+	flag.IntVar(&c.tenants, "tenants", 0, "run the tenant-density scenario with this many accounts instead of the workloads (see README)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./bench [flags]\n\nworkloads:")
 		for _, w := range workloads {
@@ -70,8 +74,8 @@ func main() {
 
 func run() int {
 	cfg := parseFlags()
-	if cfg.rounds < 1 || cfg.msgs < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -rounds and -msgs must be at least 1")
+	if cfg.rounds < 1 || cfg.msgs < 1 || cfg.tenants < 0 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds and -msgs must be at least 1, -tenants at least 0")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -80,7 +84,11 @@ func run() int {
 		<-ctx.Done()
 		stop() // a second Ctrl-C kills the harness outright
 	}()
-	if err := benchmark(ctx, cfg); err != nil {
+	bench := benchmark
+	if cfg.tenants > 0 {
+		bench = tenantBenchmark
+	}
+	if err := bench(ctx, cfg); err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(os.Stderr, "bench: interrupted; servers stopped and temp files removed")
 			return 130

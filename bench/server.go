@@ -58,6 +58,11 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
+// serverDataDir is the data dir startServer gives the server name.
+func serverDataDir(root, name string) string {
+	return filepath.Join(root, name, "data")
+}
+
 // startServer starts bin with a fresh data dir under root and waits until
 // it is ready (see waitReady).
 func startServer(ctx context.Context, name, bin string, args serverArgs, root string) (*server, error) {
@@ -66,7 +71,7 @@ func startServer(ctx context.Context, name, bin string, args serverArgs, root st
 		return nil, err
 	}
 	dir := filepath.Join(root, name)
-	dataDir := filepath.Join(dir, "data")
+	dataDir := serverDataDir(root, name)
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating data dir for %s: %w", name, err)
 	}
