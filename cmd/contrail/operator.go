@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/contrail/contrail/dataplane/config"
+	"github.com/nats-io/jwt/v2"
+
 	"github.com/contrail/contrail/dataplane/jetstream"
+	jsapi "github.com/contrail/contrail/dataplane/jetstream/api"
 	"github.com/contrail/contrail/dataplane/resolver"
 	"github.com/contrail/contrail/dataplane/server"
 	"github.com/contrail/contrail/tenant"
@@ -84,35 +87,72 @@ func loadStoredAccounts(srv *server.Server, res *resolver.Resolver, log *slog.Lo
 	}
 }
 
-// accountHooks keeps each account's JetStream in step with its JWT.
+// accountHooks keeps each account's JetStream in step with its JWT: the
+// API answers in every account (10039 where the JWT grants no JetStream),
+// and the limits follow each claim update.
 type accountHooks struct {
 	js  *jetstream.Engine
 	log *slog.Logger
 
-	mu      sync.Mutex
-	enabled map[string]bool // guarded by mu
+	mu         sync.Mutex
+	registered map[string]bool // guarded by mu
 }
 
-// AccountReady enables JetStream in an account whose JWT grants it.
+// AccountReady registers the account with JetStream, or updates its
+// limits.
 func (h *accountHooks) AccountReady(acc *server.Account) {
 	ac := acc.Claims()
-	if ac == nil || !ac.Limits.IsJSEnabled() {
+	if ac == nil {
 		return
 	}
+	lim := accountJSLimits(ac)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.enabled == nil {
-		h.enabled = map[string]bool{}
+	if h.registered == nil {
+		h.registered = map[string]bool{}
 	}
-	if h.enabled[acc.Name()] {
-		return
+	var err error
+	if h.registered[acc.Name()] {
+		err = h.js.UpdateAccount(acc.Name(), lim)
+	} else if err = h.js.RegisterAccount(acc, lim); err == nil {
+		h.registered[acc.Name()] = true
 	}
-	if err := h.js.EnableAccount(acc); err != nil {
-		h.log.Error("enabling jetstream for account", "account", acc.Name(), "err", err)
-		return
+	if err != nil {
+		h.log.Error("jetstream limits for account", "account", acc.Name(), "err", err)
 	}
-	h.enabled[acc.Name()] = true
 }
 
-// AccountGone is told of accounts whose JWT was withdrawn.
-func (h *accountHooks) AccountGone(acc *server.Account) {}
+// AccountGone stops JetStream in a deleted or expired account; its data
+// stays, and the account comes back if its JWT does.
+func (h *accountHooks) AccountGone(acc *server.Account) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.registered[acc.Name()] {
+		h.js.RemoveAccount(acc.Name())
+		delete(h.registered, acc.Name())
+	}
+}
+
+// accountJSLimits reads an account JWT's JetStream limits: tiered when the JWT
+// has tiers, else one untiered set. The values pass through as the JWT
+// has them (0 in the per-stream and ack limits means none), so account
+// info reports what the operator wrote.
+func accountJSLimits(ac *jwt.AccountClaims) *jetstream.AccountLimits {
+	conv := func(l jwt.JetStreamLimits) jsapi.AccountLimits {
+		return jsapi.AccountLimits{
+			MaxMemory: l.MemoryStorage, MaxStore: l.DiskStorage,
+			MaxStreams: int(l.Streams), MaxConsumers: int(l.Consumer), MaxAckPending: int(l.MaxAckPending),
+			MemoryMaxStreamBytes: l.MemoryMaxStreamBytes, StoreMaxStreamBytes: l.DiskMaxStreamBytes,
+			MaxBytesRequired: l.MaxBytesRequired,
+		}
+	}
+	lim := &jetstream.AccountLimits{Tiers: map[string]jsapi.AccountLimits{}}
+	if tiers := ac.Limits.JetStreamTieredLimits; len(tiers) > 0 {
+		for name, l := range tiers {
+			lim.Tiers[name] = conv(l)
+		}
+		return lim
+	}
+	lim.Tiers[""] = conv(ac.Limits.JetStreamLimits)
+	return lim
+}
