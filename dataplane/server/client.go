@@ -38,9 +38,18 @@ const (
 
 const protocolErrMaxConns = protocol.ErrTextMaxConnections
 
-// readBufSize is the starting read buffer; it grows for large messages and
-// shrinks back once they are processed.
-const readBufSize = 64 << 10
+// A connection's read buffer starts at minReadBuf, doubles while reads fill
+// it up to readBufSize (and beyond while one operation needs more), and
+// halves again after a run of small reads. An idle tenant connection then
+// costs a few KiB instead of a full buffer, while a busy publisher reads
+// in 64 KiB gulps after a few reads.
+const (
+	minReadBuf  = 4 << 10
+	readBufSize = 64 << 10
+	// smallReads is how many reads in a row that use under 1/8 of the
+	// buffer make it shrink.
+	smallReads = 16
+)
 
 // client is one client connection.
 //
@@ -279,10 +288,11 @@ func (c *client) readLoop() {
 	}
 	conn := c.netConn()
 	var scratch writeScratch
-	buf := make([]byte, readBufSize)
-	var start, end int
+	buf := make([]byte, minReadBuf)
+	var start, end, small int
 	var op protocol.Op
 	for !c.closed.Load() {
+		free := len(buf) - end
 		n, rerr := conn.Read(buf[end:])
 		end += n
 		if n > 0 {
@@ -321,7 +331,26 @@ func (c *client) readLoop() {
 			return
 		}
 		buf, start, end = compact(buf, start, end)
+		buf, small = resize(buf, end, n == free, n < len(buf)/8, small)
 	}
+}
+
+// resize grows an empty-enough buffer that a read filled, and shrinks one
+// that has seen only small reads for a while; end bytes are kept.
+func resize(buf []byte, end int, filled, smallRead bool, small int) ([]byte, int) {
+	switch {
+	case filled && len(buf) < readBufSize:
+		bigger := make([]byte, 2*len(buf))
+		copy(bigger, buf[:end])
+		return bigger, 0
+	case !smallRead:
+		return buf, 0
+	case small+1 >= smallReads && len(buf) > minReadBuf && end <= len(buf)/4:
+		smaller := make([]byte, len(buf)/2)
+		copy(smaller, buf[:end])
+		return smaller, 0
+	}
+	return buf, small + 1
 }
 
 // compact moves unparsed bytes to the front, growing the buffer when a

@@ -180,3 +180,35 @@ func TestInternalSubscribeAndPublish(t *testing.T) {
 	default:
 	}
 }
+
+func TestReadBufferResize(t *testing.T) {
+	buf := make([]byte, minReadBuf)
+	small := 0
+	// Full reads double it up to readBufSize.
+	for len(buf) < readBufSize {
+		before := len(buf)
+		buf, small = resize(buf, 0, true, false, small)
+		if len(buf) != 2*before {
+			t.Fatalf("a full read grew %d to %d", before, len(buf))
+		}
+	}
+	if b, _ := resize(buf, 0, true, false, 0); len(b) != readBufSize {
+		t.Fatalf("grew past readBufSize on a full read: %d", len(b))
+	}
+	// A run of small reads halves it, keeping unparsed bytes.
+	copy(buf, "PUB")
+	for i := range smallReads - 1 {
+		if buf, small = resize(buf, 3, false, true, small); len(buf) != readBufSize {
+			t.Fatalf("shrank after %d small reads", i+1)
+		}
+	}
+	buf, small = resize(buf, 3, false, true, small)
+	if len(buf) != readBufSize/2 || string(buf[:3]) != "PUB" || small != 0 {
+		t.Fatalf("after %d small reads: len %d, kept %q", smallReads, len(buf), buf[:3])
+	}
+	// A big read in between resets the run.
+	_, small = resize(buf, 0, false, true, smallReads-2)
+	if _, small = resize(buf, 0, false, false, small); small != 0 {
+		t.Fatal("a large read did not reset the small-read run")
+	}
+}
