@@ -113,6 +113,10 @@ func (s *Server) accountConnected(c *client) {
 	}
 	ci := c.identity()
 	acc := c.acc
+	var conns sysEvent
+	if s.sys != nil {
+		conns = s.accountConnsEvent(acc) // walks the account's clients: not under st.mu
+	}
 	st := s.state()
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -130,7 +134,7 @@ func (s *Server) accountConnected(c *client) {
 		m.Server = s.sysInfo()
 		s.sysReply(fmt.Sprintf(subjConnectEvent, acc.name), m)
 	})
-	st.queueLocked(s.accountConnsEvent(acc))
+	st.queueLocked(conns)
 }
 
 // accountDisconnected is called by close for an authenticated client,
@@ -140,6 +144,10 @@ func (s *Server) accountDisconnected(c *client, reason string) {
 	c.mu.Lock()
 	rtt := c.mu.rtt
 	c.mu.Unlock()
+	var conns sysEvent
+	if s.sys != nil {
+		conns = s.accountConnsEvent(c.acc) // walks the account's clients: not under st.mu
+	}
 	st := s.state()
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -161,14 +169,14 @@ func (s *Server) accountDisconnected(c *client, reason string) {
 		m.Server = s.sysInfo()
 		s.sysReply(fmt.Sprintf(subjDisconnectEvent, acc.name), m)
 	})
-	st.queueLocked(s.accountConnsEvent(acc))
+	st.queueLocked(conns)
 }
 
-// accountConnsEvent publishes the account's connection count as it is
-// when the event goes out, on the subjects nats-server uses.
+// accountConnsEvent publishes the account's connections as they are now,
+// right after a client joined or left, on the subjects nats-server uses.
 func (s *Server) accountConnsEvent(acc *Account) sysEvent {
+	m := &AccountNumConns{TypedEvent: newTypedEvent(typeAccountConns, time.Now()), AccountStat: *acc.statz()}
 	return func() {
-		m := &AccountNumConns{TypedEvent: newTypedEvent(typeAccountConns, time.Now()), AccountStat: *acc.statz()}
 		m.Server = s.sysInfo()
 		s.sysReply(fmt.Sprintf(subjAccConnsEvent, acc.name), m)
 		s.sysReply(fmt.Sprintf(subjAccConnsEventOld, acc.name), m)
