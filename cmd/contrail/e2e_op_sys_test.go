@@ -420,6 +420,11 @@ func TestOpSysAccountInfoCLI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nats account info: %v\n%s", err, out)
 	}
+	// The system user lists the servers ($SYS.REQ.SERVER.PING).
+	list, err := exec.Command(natsCLI(t), "--creds", w.sysCreds, "-s", n.URL, "server", "list").CombinedOutput()
+	if id := connectCreds(t, n.URL, w.sysCreds).ConnectedServerId(); err != nil || !strings.Contains(string(list), id) {
+		t.Errorf("nats server list (%v) does not show %s:\n%s", err, id, list)
+	}
 	// The limits shown are those the account's JetStream enforces.
 	lim := accountLimits(t, n.URL, w.aCreds)
 	for _, want := range []string{w.aUser, "A (" + w.a.pub + ")", "JetStream Account Information", "Streams: 1",
@@ -476,7 +481,8 @@ func TestOpSysServerRequests(t *testing.T) {
 	if st := obj(t, o["PING"], "statsz"); num(t, st, "connections") != 2 || num(t, st, "active_accounts") != 2 {
 		t.Errorf("statsz: %v", st)
 	}
-	if v := obj(t, o["VARZ"], "data"); str(v, "server_id") != str(obj(t, o["VARZ"], "server"), "id") {
+	if v := obj(t, o["VARZ"], "data"); str(v, "server_id") != str(obj(t, o["VARZ"], "server"), "id") ||
+		v["auth_required"] != true || num(t, v, "subscriptions") < 1 {
 		t.Errorf("VARZ: %v", v)
 	}
 	if h := obj(t, o["HEALTHZ"], "data"); str(h, "status") != "ok" {

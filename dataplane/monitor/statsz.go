@@ -53,8 +53,8 @@ func (m *Monitor) statszDoc() *serverStats {
 		if a.NumConnections() > 0 {
 			out.ActiveAccounts++
 		}
-		out.NumSubs += uint32(a.NumSubscriptions())
 	}
+	out.NumSubs = clientSubs(m.srv)
 	m.mu.Lock()
 	out.CPU = m.cpu.sample(now)
 	m.mu.Unlock()

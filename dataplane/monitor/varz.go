@@ -22,6 +22,7 @@ type varz struct {
 	GoVersion        string            `json:"go"`
 	Host             string            `json:"host"`
 	Port             int               `json:"port"`
+	AuthRequired     bool              `json:"auth_required,omitempty"`
 	TLSRequired      bool              `json:"tls_required,omitempty"`
 	TLSVerify        bool              `json:"tls_verify,omitempty"`
 	MaxConn          int               `json:"max_connections"`
@@ -92,6 +93,7 @@ func (m *Monitor) varzDoc() *varz {
 		GoVersion:        runtime.Version(),
 		Host:             opts.Host,
 		Port:             opts.Port,
+		AuthRequired:     m.srv.AuthRequired(),
 		TLSRequired:      opts.TLS != nil && !opts.AllowNonTLS,
 		MaxConn:          opts.MaxConnections,
 		PingInterval:     opts.PingInterval,
@@ -121,7 +123,7 @@ func (m *Monitor) varzDoc() *varz {
 		OutClientBytes:   int64(st.OutBytes),
 		SlowConsumers:    int64(st.SlowConsumers),
 		StaleConns:       int64(st.StaleConnections),
-		Subscriptions:    uint32(st.Subscriptions),
+		Subscriptions:    clientSubs(m.srv),
 		ConfigLoadTime:   st.Start.UTC(),
 		SlowConsumerSt:   slowConsumerStats{Clients: st.SlowConsumers},
 	}
@@ -211,4 +213,14 @@ func processCPU() time.Duration {
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	const ticks = 100 // USER_HZ on Linux
 	return time.Duration(ut+st) * time.Second / ticks
+}
+
+// clientSubs counts client subscriptions over every account: each has its
+// own subject index.
+func clientSubs(srv *server.Server) uint32 {
+	var n uint32
+	for _, a := range srv.Accounts() {
+		n += uint32(a.NumSubscriptions())
+	}
+	return n
 }

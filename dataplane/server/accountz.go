@@ -90,6 +90,10 @@ func (a *Account) nameTag() string {
 	return a.name
 }
 
+// AuthRequired reports whether clients must authenticate (operator mode,
+// or nkey users), as /varz announces it.
+func (s *Server) AuthRequired() bool { return s.authRequired }
+
 // LoadedAccount returns the named account if the node has it, without
 // asking the resolver: monitoring reports what runs here.
 func (s *Server) LoadedAccount(name string) *Account {
