@@ -108,9 +108,9 @@ func Open(opts Options) (cp *ControlPlane, err error) {
 	}
 	cp.Prov.SetPusher(cp.cells)
 	cp.api = api.New(api.Config{
-		Repo: cp.Repo, Signer: signer, Throttle: auth.NewThrottle(), Prov: cp.Prov, Cells: cp.cells,
+		Repo: cp.Repo, Signer: signer, Throttle: auth.NewThrottle(), Prov: cp.Prov, Keys: cp.Keys, Cells: cp.cells,
 		DefaultCell: opts.Cells[0].Name, NatsURLs: urls, Spec: openapi.Spec,
-		Ready: cp.cells.Connected, Log: log.With("component", "api"),
+		Ready: cp.cells.Connected, Log: log.With("component", "api"), Collectors: cp.Prov.Collectors(),
 	})
 	return cp, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/contrail/contrail/controlplane/auth"
+	"github.com/contrail/contrail/controlplane/provision"
 	"github.com/contrail/contrail/controlplane/records"
 	"github.com/contrail/contrail/tenant"
 )
@@ -53,16 +54,9 @@ func (cp *ControlPlane) createDevOrg(ctx context.Context, d *DevOrg) error {
 	if err := cp.Repo.SignUp(p, o); err != nil && !errors.Is(err, records.ErrEmailTaken) {
 		return fmt.Errorf("dev organization: %w", err)
 	}
-	pub, seed, err := tenant.NewAccountKey()
+	a, err := cp.Prov.CreateAccount(provision.NewAccount{OrgID: o.ID, Name: "dev", Cell: cp.opts.Cells[0].Name,
+		Limits: tenant.DefaultLimits()}, now)
 	if err != nil {
-		return err
-	}
-	a := &records.Account{ID: records.NewID("acc"), OrgID: o.ID, Name: "dev", PublicKey: pub, Seed: seed,
-		Cell: cp.opts.Cells[0].Name, Limits: tenant.DefaultLimits(), CreatedAt: now}
-	if err := cp.Prov.Change(a); err != nil {
-		return err
-	}
-	if err := cp.Repo.CreateAccount(a); err != nil {
 		return err
 	}
 	// The cell may not be connected yet; the reconcile loop catches up,
@@ -70,29 +64,20 @@ func (cp *ControlPlane) createDevOrg(ctx context.Context, d *DevOrg) error {
 	if err := cp.Prov.Sync(ctx, o.ID, a.ID); err != nil {
 		cp.log.Debug("dev account: first push deferred", "err", err)
 	}
-	issued, err := tenant.IssueUser(seed, tenant.UserSpec{Name: "dev"})
+	_, creds, err := cp.Prov.CreateUser(a, provision.NewUser{Name: "dev"}, now)
 	if err != nil {
 		return err
 	}
-	if err := cp.Repo.PutUser(&records.NatsUser{ID: records.NewID("nu"), AccountID: a.ID, Name: "dev",
-		PublicKey: issued.PublicKey, CreatedAt: now}); err != nil {
-		return err
-	}
-	if err := os.WriteFile(d.CredsPath, issued.Creds, 0o600); err != nil {
+	if err := os.WriteFile(d.CredsPath, creds, 0o600); err != nil {
 		return fmt.Errorf("writing dev creds: %w", err)
 	}
-	tok := &records.Token{ID: records.NewID("tok"), Kind: records.KindAPI, Name: "dev", PersonID: p.ID, OrgID: o.ID,
-		CreatedAt: now, ExpiresAt: now.Add(auth.MaxAPITTL)}
-	if err := cp.Repo.PutToken(tok); err != nil {
-		return err
-	}
-	token, err := cp.api.Signer.Sign(tok.ID, tok.Kind, p.ID, o.ID, now, tok.ExpiresAt)
+	token, _, err := cp.api.IssueToken(records.KindAPI, "dev", p, auth.MaxAPITTL)
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(d.TokenPath, []byte(token+"\n"), 0o600); err != nil {
 		return fmt.Errorf("writing dev token: %w", err)
 	}
-	cp.log.Info("created the dev organization", "account", a.ID, "public_key", pub)
+	cp.log.Info("created the dev organization", "account", a.ID, "public_key", a.PublicKey)
 	return nil
 }

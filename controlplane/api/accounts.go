@@ -84,20 +84,12 @@ func (s *Server) createAccount(c echo.Context) error {
 	if err := checkLimits(*req.Limits); err != nil {
 		return err
 	}
-	pub, seed, err := tenant.NewAccountKey()
+	a, err := s.Prov.CreateAccount(provision.NewAccount{OrgID: who(c).OrgID, Name: *req.Name, Cell: s.DefaultCell,
+		Limits: *req.Limits}, s.Now().UTC().Truncate(time.Second))
 	if err != nil {
 		return err
 	}
-	me := who(c)
-	a := &records.Account{ID: records.NewID("acc"), OrgID: me.OrgID, Name: *req.Name, PublicKey: pub, Seed: seed,
-		Cell: s.DefaultCell, Limits: *req.Limits, CreatedAt: s.Now().UTC().Truncate(time.Second)}
-	if err := s.Prov.Change(a); err != nil {
-		return err
-	}
-	if err := s.Repo.CreateAccount(a); err != nil {
-		return err
-	}
-	s.log.Info("account created", "account", a.ID, "org", a.OrgID, "public_key", pub, "cell", a.Cell)
+	s.log.Info("account created", "account", a.ID, "org", a.OrgID, "public_key", a.PublicKey, "cell", a.Cell)
 	s.sync(a.OrgID, a.ID)
 	return c.JSON(http.StatusCreated, s.view(a))
 }
@@ -202,8 +194,8 @@ func (s *Server) streams(c echo.Context) error {
 // know.
 func (s *Server) resolve(c echo.Context) error {
 	key := c.Param("key")
-	if key == s.Prov.Keys.SystemPub {
-		return c.String(http.StatusOK, s.Prov.Keys.SystemJWT)
+	if key == s.Keys.SystemPub {
+		return c.String(http.StatusOK, s.Keys.SystemJWT)
 	}
 	a, err := s.Repo.AccountByKey(key)
 	if errors.Is(err, records.ErrNotFound) {

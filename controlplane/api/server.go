@@ -28,13 +28,28 @@ type CellReader interface {
 	Streams(ctx context.Context, cell, pub string) ([]provision.Stream, error)
 }
 
+// Provisioner makes accounts and users and keeps cells in step with
+// them; *provision.Provisioner is the real one. Change re-signs an
+// account inside a records update; Sync pushes it to its cell; Kick asks
+// the reconcile loop to retry at once.
+type Provisioner interface {
+	CreateAccount(na provision.NewAccount, now time.Time) (*records.Account, error)
+	CreateUser(a *records.Account, nu provision.NewUser, now time.Time) (*records.NatsUser, []byte, error)
+	Change(a *records.Account) error
+	Sync(ctx context.Context, orgID, id string) error
+	Kick()
+}
+
 // Config is what the API is built from.
 type Config struct {
 	Repo     *records.Repo
 	Signer   *auth.Signer
 	Throttle *auth.Throttle
-	Prov     *provision.Provisioner
-	Cells    CellReader
+	Prov     Provisioner
+	// Keys are the operator's and system account's; the resolver serves
+	// the system account's JWT.
+	Keys  *provision.Keys
+	Cells CellReader
 	// DefaultCell is where new accounts are placed.
 	DefaultCell string
 	// NatsURLs maps a cell to the URL its clients connect to.
@@ -46,6 +61,8 @@ type Config struct {
 	Ready func() bool
 	// Now is the clock; time.Now if nil.
 	Now func() time.Time
+	// Collectors are more metrics for /metrics (the provisioner's).
+	Collectors []prometheus.Collector
 }
 
 // Server is the HTTP API.
@@ -84,6 +101,7 @@ func New(cfg Config) *Server {
 		Buckets: prometheus.DefBuckets,
 	}, []string{"route"})
 	reg.MustRegister(s.requests, s.duration)
+	reg.MustRegister(cfg.Collectors...)
 	e.Use(s.observe)
 
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })

@@ -101,7 +101,7 @@ func (s *Server) signup(c echo.Context) error {
 		return err
 	}
 	s.log.Info("signed up", "person", p.ID, "org", o.ID)
-	token, exp, err := s.issue(records.KindSession, "session", p, auth.SessionTTL)
+	token, exp, err := s.IssueToken(records.KindSession, "session", p, auth.SessionTTL)
 	if err != nil {
 		return err
 	}
@@ -109,8 +109,9 @@ func (s *Server) signup(c echo.Context) error {
 		User: userView{ID: p.ID, Email: p.Email}, Organization: orgView{ID: o.ID, Name: o.Name}})
 }
 
-// issue stores a token record and signs its JWT.
-func (s *Server) issue(kind, name string, p *records.Person, ttl time.Duration) (string, time.Time, error) {
+// IssueToken stores a token record for person p and signs its JWT, valid
+// for ttl from now. The handlers and the dev bootstrap issue tokens here.
+func (s *Server) IssueToken(kind, name string, p *records.Person, ttl time.Duration) (string, time.Time, error) {
 	now := s.Now().UTC().Truncate(time.Second)
 	exp := now.Add(ttl)
 	rec := &records.Token{ID: records.NewID("tok"), Kind: kind, Name: name, PersonID: p.ID, OrgID: p.OrgID,
@@ -162,7 +163,7 @@ func (s *Server) login(c echo.Context) error {
 		return unauthorized("wrong email or password")
 	}
 	s.Throttle.Succeed(keys...)
-	token, exp, err := s.issue(records.KindSession, "session", p, auth.SessionTTL)
+	token, exp, err := s.IssueToken(records.KindSession, "session", p, auth.SessionTTL)
 	if err != nil {
 		return err
 	}
@@ -202,7 +203,7 @@ func (s *Server) createToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	token, exp, err := s.issue(records.KindAPI, req.Name, p, ttl)
+	token, exp, err := s.IssueToken(records.KindAPI, req.Name, p, ttl)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/contrail/contrail/controlplane/provision"
 	"github.com/contrail/contrail/controlplane/records"
 	"github.com/contrail/contrail/tenant"
 	"github.com/labstack/echo/v4"
@@ -48,34 +49,28 @@ func (s *Server) createUser(c echo.Context) error {
 	if err := checkName("name", req.Name); err != nil {
 		return err
 	}
-	spec := tenant.UserSpec{Name: req.Name}
+	nu := provision.NewUser{Name: req.Name}
 	if req.Permissions != nil {
 		if err := checkPermissions(req.Permissions); err != nil {
 			return err
 		}
-		spec.Permissions = *req.Permissions
+		nu.Permissions = req.Permissions
 	}
 	now := s.Now().UTC().Truncate(time.Second)
-	u := &records.NatsUser{ID: records.NewID("nu"), AccountID: a.ID, Name: req.Name, Permissions: req.Permissions,
-		CreatedAt: now}
 	if req.ExpiresInSeconds != nil {
 		if *req.ExpiresInSeconds <= 0 || *req.ExpiresInSeconds > int64(maxUserTTL/time.Second) {
 			return invalid("expires_in_seconds", "must be between 1 and 315360000 (ten years)")
 		}
 		exp := now.Add(time.Duration(*req.ExpiresInSeconds) * time.Second)
-		spec.Expires, u.ExpiresAt = exp, &exp
+		nu.ExpiresAt = &exp
 	}
-	issued, err := tenant.IssueUser(a.Seed, spec)
+	u, creds, err := s.Prov.CreateUser(a, nu, now)
 	if err != nil {
-		return err
-	}
-	u.PublicKey = issued.PublicKey
-	if err := s.Repo.PutUser(u); err != nil {
 		return err
 	}
 	s.log.Info("user created", "account", a.ID, "user", u.ID, "public_key", u.PublicKey)
 	out := userOut(u)
-	out.Creds = string(issued.Creds)
+	out.Creds = string(creds)
 	return c.JSON(http.StatusCreated, out)
 }
 

@@ -29,11 +29,19 @@ type Cell struct {
 	NatsURL string `json:"nats_url"`
 }
 
+// cellConn is the part of a NATS connection Cells uses; *nats.Conn is
+// the real one, and tests fake it to script a cell's replies.
+type cellConn interface {
+	IsConnected() bool
+	RequestWithContext(ctx context.Context, subject string, data []byte) (*nats.Msg, error)
+	Close()
+}
+
 // Cells holds one system-user connection per cell. Connections retry
 // forever in the background, so a cell that is down when the control
 // plane starts is reached once it comes up.
 type Cells struct {
-	conns   map[string]*nats.Conn
+	conns   map[string]cellConn
 	names   []string
 	timeout time.Duration
 }
@@ -46,7 +54,7 @@ func Dial(cells []Cell, keys *Keys, onReconnect func(cell string), log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	c := &Cells{conns: map[string]*nats.Conn{}, timeout: 2 * time.Second}
+	c := &Cells{conns: map[string]cellConn{}, timeout: 2 * time.Second}
 	for _, cell := range cells {
 		cell := cell
 		nc, err := nats.Connect(cell.NatsURL,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contrail/contrail/controlplane/records"
@@ -35,6 +36,14 @@ type Provisioner struct {
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // by account id; guarded by mu
+
+	// stats count what the provisioner did, for Collectors.
+	stats struct {
+		passes atomic.Uint64 // reconcile passes completed
+		pushed atomic.Uint64 // pushes a cell acknowledged
+		failed atomic.Uint64 // pushes that failed
+		behind atomic.Int64  // accounts behind after the last pass
+	}
 }
 
 // New returns a Provisioner.
@@ -92,8 +101,10 @@ func (p *Provisioner) Sync(ctx context.Context, orgID, id string) error {
 		return fmt.Errorf("%w: no cells", ErrCellUnavailable)
 	}
 	if err := p.pusher.Push(ctx, a.Cell, a.PublicKey, a.JWT); err != nil {
+		p.stats.failed.Add(1)
 		return fmt.Errorf("pushing account %s to %s: %w", a.ID, a.Cell, err)
 	}
+	p.stats.pushed.Add(1)
 	if a.Deleted {
 		if err := p.repo.PurgeAccount(orgID, id, a.Generation); err != nil {
 			return fmt.Errorf("purging account %s: %w", a.ID, err)
@@ -152,5 +163,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) int {
 			p.log.Warn("reconcile: push failed; will retry", "account", a.ID, "cell", a.Cell, "err", err)
 		}
 	}
+	p.stats.behind.Store(int64(behind))
+	p.stats.passes.Add(1)
 	return behind
 }
