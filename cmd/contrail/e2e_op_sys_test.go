@@ -291,11 +291,9 @@ func TestOpSysAccountRequests(t *testing.T) {
 		str(sd, "name") != "ORDERS" || num(t, obj(t, sd, "state"), "messages") != 2 || sd["config"] == nil {
 		t.Errorf("JSZ: %v", jz)
 	}
-	// As in nats-server, reserved_* are the account's untiered limits,
-	// the ones its JetStream enforces ($JS.API.INFO).
-	lim := accountLimits(t, ours.url, w.aCreds)
-	if num(t, jz, "reserved_memory") != float64(uint64(lim.MaxMemory)) || num(t, jz, "reserved_storage") != float64(uint64(lim.MaxStore)) {
-		t.Errorf("JSZ reserved %v / %v, want the account's limits %d / %d", jz["reserved_memory"], jz["reserved_storage"], lim.MaxMemory, lim.MaxStore)
+	// As in nats-server, reserved_* are the account's untiered limits.
+	if num(t, jz, "reserved_memory") != 64<<20 || num(t, jz, "reserved_storage") != 256<<20 {
+		t.Errorf("JSZ reserved %v / %v, want the account JWT's limits", jz["reserved_memory"], jz["reserved_storage"])
 	}
 	compareKeys(t, "JSZ", jz, obj(t, r["JSZ"], "data"), []string{"name", "id", "memory", "storage", "reserved_memory",
 		"reserved_storage", "accounts", "ha_assets", "api", "stream_detail"})
@@ -425,37 +423,13 @@ func TestOpSysAccountInfoCLI(t *testing.T) {
 	if id := connectCreds(t, n.URL, w.sysCreds).ConnectedServerId(); err != nil || !strings.Contains(string(list), id) {
 		t.Errorf("nats server list (%v) does not show %s:\n%s", err, id, list)
 	}
-	// The limits shown are those the account's JetStream enforces.
-	lim := accountLimits(t, n.URL, w.aCreds)
+	// The limits shown are the account JWT's (jsLimits).
 	for _, want := range []string{w.aUser, "A (" + w.a.pub + ")", "JetStream Account Information", "Streams: 1",
-		"Memory: 0 B of " + cliLimit(lim.MaxMemory), "Storage: 54 B of " + cliLimit(lim.MaxStore)} {
+		"Memory: 0 B of 64 MiB", "Storage: 54 B of 256 MiB"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("nats account info does not show %q:\n%s", want, out)
 		}
 	}
-}
-
-// accountLimits are the JetStream limits the account's user is told of.
-func accountLimits(t *testing.T, url, creds string) jetstream.AccountLimits {
-	t.Helper()
-	js, err := jetstream.New(connectCreds(t, url, creds))
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := js.AccountInfo(ctxT(t))
-	if err != nil {
-		t.Fatalf("account info: %v", err)
-	}
-	return info.Limits
-}
-
-// cliLimit renders a storage limit as `nats account info` does, for the
-// whole MiB limits tests use.
-func cliLimit(v int64) string {
-	if v == -1 {
-		return "Unlimited"
-	}
-	return fmt.Sprintf("%d MiB", v>>20)
 }
 
 func TestOpSysServerRequests(t *testing.T) {
