@@ -26,6 +26,7 @@ tools:
 		{ echo "install curl and jq (the README quick start and its test use them)"; exit 1; }
 
 vet:
+	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
 lint:

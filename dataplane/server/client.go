@@ -78,7 +78,7 @@ type client struct {
 	// Operator mode. nonce is fixed at accept; the rest is set by the read
 	// loop at CONNECT, before any subscription exists, and read-only
 	// after.
-	nonce []byte
+	nonce  []byte
 	authed atomic.Bool
 	mpay   int64 // max payload for this user; <= 0 means the server's
 	msubs  int64 // max subscriptions; < 0 means unlimited

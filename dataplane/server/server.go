@@ -51,6 +51,8 @@ type Server struct {
 	accts accounts
 	// sysSeq numbers system replies and events.
 	sysSeq atomic.Uint64
+	// sysst is the state of the system account's services (sysstate.go).
+	sysst *sysState
 
 	nextCID atomic.Uint64
 	// jetstream holds the domain once JetStream serves; INFO announces it.
@@ -96,6 +98,7 @@ func New(opts *config.Options, log *slog.Logger) (*Server, error) {
 		done:  make(chan struct{}),
 	}
 	s.global = newAccount(s, "$G")
+	s.sysst = newSysState(s)
 	if s.name == "" {
 		s.name = id
 	}

@@ -55,8 +55,8 @@ type ConnInfo struct {
 	Account         string
 	// User and NameTag are the user's public key and name (operator mode).
 	User, NameTag string
-	TLSVersion      string
-	TLSCipher       string
+	TLSVersion    string
+	TLSCipher     string
 }
 
 // SubInfo describes one subscription of a connection.

@@ -30,10 +30,6 @@ var ErrBadOptions = errors.New("bad request options")
 
 // sysState is what one server keeps for the system account's services and
 // the per-connection identities that events and /connz?auth=1 report.
-//
-// It lives beside the Server rather than in it: sysStates maps each
-// Server to its state, created on first use. A process runs one server, so
-// the table never holds more than a handful of entries (tests make more).
 type sysState struct {
 	srv *Server
 
@@ -51,18 +47,14 @@ type sysState struct {
 	wake chan struct{} // one token: the queue has events
 }
 
-var sysStates sync.Map // *Server → *sysState
-
-// state returns the server's system-service state, creating it.
-func (s *Server) state() *sysState {
-	if v, ok := sysStates.Load(s); ok {
-		return v.(*sysState)
-	}
+func newSysState(s *Server) *sysState {
 	st := &sysState{srv: s, wake: make(chan struct{}, 1)}
 	st.mu.live = map[*client]*ClientInfo{}
-	v, _ := sysStates.LoadOrStore(s, st)
-	return v.(*sysState)
+	return st
 }
+
+// state returns the server's system-service state.
+func (s *Server) state() *sysState { return s.sysst }
 
 // SetMonitoring gives the system account's services the monitoring
 // documents to send; call it before Serve. Without it, requests for those
