@@ -51,11 +51,19 @@ func (cp *ControlPlane) createDevOrg(ctx context.Context, d *DevOrg) error {
 	// The dev person cannot log in (no password matches "!"); the API
 	// token is how to act for the dev organization.
 	p := &records.Person{ID: records.NewID("usr"), Email: "dev@contrail.localhost", PasswordHash: "!", OrgID: o.ID, CreatedAt: now}
-	if err := cp.Repo.SignUp(p, o); err != nil && !errors.Is(err, records.ErrEmailTaken) {
+	switch err := cp.Repo.SignUp(p, o); {
+	case errors.Is(err, records.ErrEmailTaken):
+		// A first start that stopped part-way: carry on with what it made.
+		if p, err = cp.Repo.PersonByEmail(p.Email); err != nil {
+			return fmt.Errorf("dev organization: %w", err)
+		}
+		if o, err = cp.Repo.Org(p.OrgID); err != nil {
+			return fmt.Errorf("dev organization: %w", err)
+		}
+	case err != nil:
 		return fmt.Errorf("dev organization: %w", err)
 	}
-	a, err := cp.Prov.CreateAccount(provision.NewAccount{OrgID: o.ID, Name: "dev", Cell: cp.opts.Cells[0].Name,
-		Limits: tenant.DefaultLimits()}, now)
+	a, err := cp.devAccount(o.ID, now)
 	if err != nil {
 		return err
 	}
@@ -80,4 +88,19 @@ func (cp *ControlPlane) createDevOrg(ctx context.Context, d *DevOrg) error {
 	}
 	cp.log.Info("created the dev organization", "account", a.ID, "public_key", a.PublicKey)
 	return nil
+}
+
+// devAccount finds the dev organization's account, or creates it.
+func (cp *ControlPlane) devAccount(orgID string, now time.Time) (*records.Account, error) {
+	accts, err := cp.Repo.Accounts(orgID)
+	if err != nil {
+		return nil, fmt.Errorf("dev account: %w", err)
+	}
+	for i := range accts {
+		if accts[i].Name == "dev" {
+			return &accts[i], nil
+		}
+	}
+	return cp.Prov.CreateAccount(provision.NewAccount{OrgID: orgID, Name: "dev", Cell: cp.opts.Cells[0].Name,
+		Limits: tenant.DefaultLimits()}, now)
 }

@@ -117,3 +117,22 @@ func (o *Operator) IssueAccount(spec AccountSpec) (string, error) {
 	}
 	return token, nil
 }
+
+// Adopt makes a previously signed operator JWT the one this operator
+// hands out, so the JWT nodes are started with stays the same across
+// restarts. It must be this operator's, self-signed, and name the same
+// system account.
+func (o *Operator) Adopt(token string) error {
+	oc, err := jwt.DecodeOperatorClaims(token)
+	if err != nil {
+		return fmt.Errorf("operator jwt: %w", err)
+	}
+	if oc.Subject != o.pub || oc.Issuer != o.pub {
+		return fmt.Errorf("operator jwt is for %s, not %s: %w", oc.Subject, o.pub, ErrInvalidClaim)
+	}
+	if oc.SystemAccount != o.claims.SystemAccount || oc.Name != o.claims.Name {
+		return fmt.Errorf("operator jwt names another system account or name: %w", ErrInvalidClaim)
+	}
+	o.claims, o.token = oc, token
+	return nil
+}

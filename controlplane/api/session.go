@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/contrail/contrail/controlplane/auth"
@@ -134,8 +135,13 @@ type loginResp struct {
 }
 
 // dummyHash makes a login for an unknown email cost what a wrong password
-// costs, so timing does not tell which emails are registered.
-var dummyHash, _ = auth.HashPassword("contrail-dummy-password")
+// costs, so timing does not tell which emails are registered. It is made
+// on first use: argon2id takes tens of MiB, which a data-plane process
+// (the same binary) must not pay at start.
+var dummyHash = sync.OnceValue(func() string {
+	h, _ := auth.HashPassword("contrail-dummy-password")
+	return h
+})
 
 func (s *Server) login(c echo.Context) error {
 	var req loginReq
@@ -154,7 +160,10 @@ func (s *Server) login(c echo.Context) error {
 		return tooManyRequests(int(math.Ceil(wait.Seconds())))
 	}
 	p, err := s.Repo.PersonByEmail(req.Email)
-	hash := dummyHash
+	if err != nil && !errors.Is(err, records.ErrNotFound) {
+		return err // the store failed: a 500, not a wrong password
+	}
+	hash := dummyHash()
 	if err == nil {
 		hash = p.PasswordHash
 	}

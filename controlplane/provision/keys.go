@@ -63,6 +63,16 @@ func LoadKeys(repo *records.Repo) (*Keys, error) {
 	if err := op.SetSystemAccount(sysPub); err != nil {
 		return nil, err
 	}
+	// Keep the operator JWT signed on first start: re-signing stamps a new
+	// issue time, and the operator.jwt nodes were given would change with
+	// every restart for nothing.
+	opJWT, err := repo.Secret("operator-jwt", func() ([]byte, error) { return []byte(op.JWT()), nil })
+	if err != nil {
+		return nil, err
+	}
+	if err := op.Adopt(string(opJWT)); err != nil {
+		return nil, fmt.Errorf("stored operator jwt: %w", err)
+	}
 	sysJWT, err := op.IssueAccount(tenant.AccountSpec{
 		PublicKey: sysPub, Name: "SYS",
 		Limits: tenant.Limits{MaxConnections: tenant.Unlimited, MaxPayload: tenant.Unlimited},

@@ -1,6 +1,7 @@
 package records
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -33,8 +34,11 @@ func (r *Repo) SignUp(p *Person, o *Org) error {
 // PersonByEmail finds a person by email.
 func (r *Repo) PersonByEmail(email string) (*Person, error) {
 	id, err := r.st.Get("email/" + strings.ToLower(email))
-	if err != nil {
+	if errors.Is(err, state.ErrNotFound) {
 		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("person by email: %w", err)
 	}
 	return r.Person(string(id))
 }
