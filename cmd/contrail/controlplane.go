@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -87,12 +85,9 @@ func readCells(path string) ([]provision.Cell, error) {
 func runControlplane(args []string, stdout, stderr io.Writer) int {
 	f, err := parseControlplaneFlags(args, stderr)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return flagExit(err)
 	}
-	level, err := parseLevel(f.logLevel)
+	log, err := newLogger(f.logLevel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "contrail controlplane: %v\n", err)
 		return 2
@@ -102,7 +97,6 @@ func runControlplane(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "contrail controlplane: %v\n", err)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cp, err := controlplane.Open(controlplane.Options{HTTPAddr: f.httpAddr, DataDir: f.dataDir, Cells: cells, Log: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "contrail controlplane: %v\n", err)

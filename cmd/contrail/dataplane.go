@@ -129,6 +129,24 @@ func splitHostPort(addr string) (string, int, error) {
 	return host, port, nil
 }
 
+// flagExit is the exit code for a flag parsing error: 0 for -h, which
+// printed the usage, 2 otherwise (the flag package printed why).
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
+
+// newLogger is a command's structured logger at --log-level.
+func newLogger(level string, stderr io.Writer) (*slog.Logger, error) {
+	l, err := parseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
 func parseLevel(s string) (slog.Level, error) {
 	if s == "trace" {
 		return server.LevelTrace, nil
@@ -143,17 +161,13 @@ func parseLevel(s string) (slog.Level, error) {
 func runDataplane(args []string, stdout, stderr io.Writer) int {
 	f, err := parseDataplaneFlags(args, stderr)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return flagExit(err)
 	}
-	level, err := parseLevel(f.logLevel)
+	log, err := newLogger(f.logLevel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "contrail dataplane: %v\n", err)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	opts, err := f.options()
 	if err != nil {
 		fmt.Fprintf(stderr, "contrail dataplane: %v\n", err)

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os/signal"
 	"path/filepath"
@@ -76,17 +74,13 @@ func (f *devFlags) nodeOptions(cp *controlplane.ControlPlane) (*config.Options, 
 func runDev(args []string, stdout, stderr io.Writer) int {
 	f, err := parseDevFlags(args, stderr)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return flagExit(err)
 	}
-	level, err := parseLevel(f.logLevel)
+	log, err := newLogger(f.logLevel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "contrail dev: %v\n", err)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	natsURL := "nats://" + f.natsAddr
 	cp, err := controlplane.Open(controlplane.Options{
 		HTTPAddr: f.httpAddr, DataDir: f.dataDir,
