@@ -40,7 +40,18 @@ type Resolver struct {
 
 	mu  sync.Mutex
 	mem map[string]string // guarded by mu
+	// neg remembers, briefly, accounts the URL said it does not know:
+	// anyone can sign a user JWT with a fresh account key, and a flood of
+	// such CONNECTs must not become a flood of resolver requests.
+	neg map[string]time.Time // guarded by mu
 }
+
+// negativeTTL is how long an unknown account is not asked for again;
+// a pushed claim update for it ends that at once.
+const negativeTTL = time.Second
+
+// negativeMax bounds the unknown-account memory; it is cleared when full.
+const negativeMax = 10000
 
 // Options configure a Resolver.
 type Options struct {
@@ -70,6 +81,7 @@ func New(opts Options) (*Resolver, error) {
 		client: &http.Client{Timeout: opts.Timeout},
 		log:    opts.Log,
 		mem:    map[string]string{},
+		neg:    map[string]time.Time{},
 	}
 	if r.dir != "" {
 		if err := os.MkdirAll(r.dir, 0o700); err != nil {
@@ -91,6 +103,12 @@ func (r *Resolver) Fetch(ctx context.Context, account string) (string, error) {
 	if !nkeys.IsValidPublicAccountKey(account) {
 		return "", fmt.Errorf("account %q: %w", account, ErrNotFound)
 	}
+	r.mu.Lock()
+	until, unknown := r.neg[account]
+	r.mu.Unlock()
+	if unknown && time.Now().Before(until) {
+		return "", fmt.Errorf("account %s: %w", account, ErrNotFound)
+	}
 	var urlErr error
 	if r.url != "" {
 		token, err := r.fetchURL(ctx, account)
@@ -107,6 +125,14 @@ func (r *Resolver) Fetch(ctx context.Context, account string) (string, error) {
 			r.log.Warn("resolver url failed, serving the stored account jwt", "account", account, "err", urlErr)
 		}
 		return token, nil
+	}
+	if urlErr == nil || errors.Is(urlErr, ErrNotFound) {
+		r.mu.Lock()
+		if len(r.neg) >= negativeMax {
+			clear(r.neg)
+		}
+		r.neg[account] = time.Now().Add(negativeTTL)
+		r.mu.Unlock()
 	}
 	if urlErr != nil {
 		return "", urlErr
@@ -165,6 +191,7 @@ func (r *Resolver) Store(account, token string) error {
 	}
 	token = strings.TrimSpace(token)
 	r.mu.Lock()
+	delete(r.neg, account)
 	same := r.mem[account] == token
 	r.mem[account] = token
 	r.mu.Unlock()
