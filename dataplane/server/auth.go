@@ -457,14 +457,19 @@ func (c *client) authenticate(opts *connectOpts) error {
 	c.mpay = minLimit(minLimit(uc.Limits.Payload, lim.payload), int64(s.opts.MaxPayload))
 	c.msubs = minLimit(uc.Limits.Subs, lim.subs)
 	c.perms = newPermissions(uc.Permissions)
-	if err := acc.addClient(c); err != nil {
-		return err
-	}
-	c.acc = acc
 	c.mu.Lock()
 	c.mu.user = uc
 	c.mu.account = acc.name
 	c.mu.Unlock()
+	if err := c.join(acc); err != nil {
+		return err
+	}
+	// Claims installed while this CONNECT was checked did not see this
+	// client: check their revocations now that installClaims will.
+	if cur := acc.claims.Load(); cur != ac && tenant.Revoked(cur, uc) {
+		acc.removeClient(c)
+		return fmt.Errorf("user %s: %w", uc.Subject, tenant.ErrRevoked)
+	}
 	// A user whose JWT expires, or whose allowed hours end, is cut off then.
 	end := time.Time{}
 	if uc.Expires > 0 {
@@ -481,6 +486,30 @@ func (c *client) authenticate(opts *connectOpts) error {
 		c.mu.Lock()
 		c.mu.expiry = t
 		c.mu.Unlock()
+		if c.closed.Load() {
+			t.Stop() // close ran before the timer was set
+		}
+	}
+	return nil
+}
+
+// errClosedDuringAuth: the connection closed (auth timeout, shutdown)
+// while its CONNECT was checked.
+var errClosedDuringAuth = errors.New("connection closed during authentication")
+
+// join admits an authenticated client to acc. close may run at any moment
+// (the auth timeout fires while a slow resolver answers, the server shuts
+// down); whichever of join and close comes second takes the client out
+// of the account again, so a closed client never stays counted there.
+func (c *client) join(acc *Account) error {
+	if err := acc.addClient(c); err != nil {
+		return err
+	}
+	c.acc = acc
+	c.authed.Store(true) // close reads it after marking the client closed
+	if c.closed.Load() {
+		acc.removeClient(c)
+		return errClosedDuringAuth
 	}
 	return nil
 }

@@ -147,3 +147,24 @@ func FuzzConnect(f *testing.F) {
 		}
 	})
 }
+
+// TestCloseDuringAuthentication: a connection closed while its CONNECT
+// is checked (the auth timeout fired during a slow resolver fetch) is not
+// left counted in its account.
+func TestCloseDuringAuthentication(t *testing.T) {
+	f := newOpFixture(t)
+	c := f.srv.newClient(discardConn{})
+	c.nonce = f.nonce
+	done := make(chan struct{})
+	go func() { c.flushLoop(); close(done) }()
+	c.close(reasonAuthTimeout, false)
+	<-done
+	if c.processConnect(f.connect) {
+		t.Fatal("a closed connection authenticated")
+	}
+	for _, a := range f.srv.Accounts() {
+		if n := a.NumConnections(); n != 0 {
+			t.Fatalf("account %s counts %d connections after the client closed", a.Name(), n)
+		}
+	}
+}

@@ -54,12 +54,9 @@ func (c *client) authenticateNkey(opts *connectOpts) error {
 	}
 	c.perms = newPermissions(perms)
 	c.mpay = int64(c.srv.opts.MaxPayload)
-	if err := c.acc.addClient(c); err != nil {
-		return err
-	}
 	uc := jwt.NewUserClaims(opts.Nkey) // so monitoring and events name the user
 	c.mu.Lock()
 	c.mu.user = uc
 	c.mu.Unlock()
-	return nil
+	return c.join(c.srv.global)
 }
