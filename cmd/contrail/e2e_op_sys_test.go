@@ -320,12 +320,30 @@ func TestOpSysTenantCannotReachSystemServices(t *testing.T) {
 		"$SYS.REQ.ACCOUNT." + w.a.pub + ".STATZ", "$SYS.REQ.ACCOUNT." + w.a.pub + ".JSZ",
 		"$SYS.REQ.ACCOUNT." + w.a.pub + ".INFO", "$SYS.REQ.ACCOUNT." + w.a.pub + ".CONNZ",
 		"$SYS.REQ.ACCOUNT." + w.a.pub + ".CONNS", "$SYS.REQ.ACCOUNT." + w.a.pub + ".SUBSZ",
-		"$SYS.REQ.ACCOUNT." + w.b.pub + ".STATZ", "$SYS.REQ.ACCOUNT.PING.STATZ",
+		"$SYS.REQ.ACCOUNT." + w.b.pub + ".STATZ",
 		"$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.ACCOUNT." + w.a.pub + ".CLAIMS.LOOKUP",
 	} {
 		if _, err := bob.Request(subj, nil, 5*time.Second); !errors.Is(err, nats.ErrNoResponders) {
 			t.Errorf("B requesting %s: %v, want no responders", subj, err)
 		}
+	}
+
+	// What B may ask about itself covers B alone, whatever it names.
+	for _, body := range []string{"", `{"accounts":["` + w.a.pub + `"]}`} {
+		stz := sysRequest(t, bob, "$SYS.REQ.ACCOUNT.PING.STATZ", body)
+		list := obj(t, stz, "data")["account_statz"].([]any)
+		if len(list) != 1 || str(list[0].(map[string]any), "acc") != w.b.pub {
+			t.Errorf("B's PING.STATZ (body %q): %v", body, stz)
+		}
+	}
+	connz := obj(t, sysRequest(t, bob, "$SYS.REQ.ACCOUNT.PING.CONNZ", `{"acc":"`+w.a.pub+`","auth":true}`), "data")
+	for _, c := range connz["connections"].([]any) {
+		if acc := str(c.(map[string]any), "account"); acc != w.b.pub {
+			t.Errorf("B's PING.CONNZ shows a connection of %s", acc)
+		}
+	}
+	if num(t, connz, "num_connections") != 1 {
+		t.Errorf("B's PING.CONNZ: %v", connz)
 	}
 
 	// B's $SYS subjects are its own: B listening to all of them hears the
@@ -414,6 +432,10 @@ func TestOpSysAccountInfoCLI(t *testing.T) {
 	w := newSysWorld(t)
 	n := w.startOpNode(t)
 	tenantActivity(t, n.URL, w.aCreds)
+	stats, err := exec.Command(natsCLI(t), "--creds", w.aCreds, "-s", n.URL, "account", "report", "statistics").CombinedOutput()
+	if err != nil || !strings.Contains(string(stats), "Server Statistics") {
+		t.Errorf("nats account report statistics: %v\n%s", err, stats)
+	}
 	out, err := exec.Command(natsCLI(t), "--creds", w.aCreds, "-s", n.URL, "account", "info").CombinedOutput()
 	if err != nil {
 		t.Fatalf("nats account info: %v\n%s", err, out)

@@ -26,6 +26,8 @@ type Account struct {
 	watches []*interestWatch // guarded by watchMu
 
 	links accountLinks // imports in force and response routes (links.go)
+	// selfOnce starts the account's self-service requests (sysself.go).
+	selfOnce sync.Once
 
 	// claims is the account's current JWT (nil in open mode); limits is
 	// what the server enforces from it.

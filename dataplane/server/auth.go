@@ -214,6 +214,7 @@ func (s *Server) loadAccount(ctx context.Context, name string) (*Account, error)
 	}
 	s.accts.mu.Unlock()
 	s.installClaims(a, ac)
+	s.startSelfServices(a)
 	s.log.Info("account loaded", "account", name, "name", ac.Name)
 	return a, nil
 }

@@ -57,8 +57,11 @@ func (s *Server) sysInfo() *sysServerInfo {
 }
 
 // sysReply answers a system request with v as JSON.
-func (s *Server) sysReply(reply string, v any) {
-	if reply == "" || s.sys == nil {
+func (s *Server) sysReply(reply string, v any) { s.replyIn(s.sys, reply, v) }
+
+// replyIn answers a request made in account a with v as JSON.
+func (s *Server) replyIn(a *Account, reply string, v any) {
+	if reply == "" || a == nil {
 		return
 	}
 	b, err := json.Marshal(v)
@@ -66,7 +69,7 @@ func (s *Server) sysReply(reply string, v any) {
 		s.log.Error("system reply", "err", err)
 		return
 	}
-	s.sys.Publish(reply, "", nil, b)
+	a.Publish(reply, "", nil, b)
 }
 
 // startClaimServices subscribes the claim update and lookup services in

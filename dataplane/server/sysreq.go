@@ -61,6 +61,11 @@ func (f *eventFilter) excludes(s *Server) bool {
 // nothing; otherwise build's document, or its error (400 for
 // ErrBadOptions, else 500), in the envelope.
 func (s *Server) zReply(reply string, body []byte, build func() (any, error)) {
+	s.zReplyIn(s.sys, reply, body, build)
+}
+
+// zReplyIn is zReply for a request made in account a.
+func (s *Server) zReplyIn(a *Account, reply string, body []byte, build func() (any, error)) {
 	if reply == "" {
 		return
 	}
@@ -88,7 +93,7 @@ func (s *Server) zReply(reply string, body []byte, build func() (any, error)) {
 		resp.Data, resp.Error = nil, &sysAPIError{Code: code, Description: err.Error()}
 	}
 	resp.Server = s.sysInfo()
-	s.sysReply(reply, resp)
+	s.replyIn(a, reply, resp)
 }
 
 // decodeOptions reads a request's JSON options into v; an empty body
