@@ -11,6 +11,8 @@ NATSCLI_VERSION     := v0.5.0
 NATSSERVER_VERSION  := v2.15.2
 STATICCHECK_VERSION := v0.8.2
 FUZZTIME            ?= 15s
+# Short CI runs spend their time fuzzing, not minimizing new inputs.
+FUZZMINIMIZE        ?= 2s
 
 .PHONY: test tools vet lint unit fuzz bench run
 
@@ -37,12 +39,12 @@ unit:
 
 ## fuzz: a short run of every fuzz target, on top of the checked-in corpus
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./dataplane/protocol
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./dataplane/config/conf
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./dataplane/config
-	$(GO) test -run '^$$' -fuzz '^FuzzTransform$$' -fuzztime $(FUZZTIME) ./dataplane/subject
-	$(GO) test -run '^$$' -fuzz '^FuzzConnect$$' -fuzztime $(FUZZTIME) ./dataplane/server
-	$(GO) test -run '^$$' -fuzz '^FuzzJWT$$' -fuzztime $(FUZZTIME) ./tenant
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/protocol
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/config/conf
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/config
+	$(GO) test -run '^$$' -fuzz '^FuzzTransform$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/subject
+	$(GO) test -run '^$$' -fuzz '^FuzzConnect$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/server
+	$(GO) test -run '^$$' -fuzz '^FuzzJWT$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./tenant
 
 ## bench: Contrail against nats-server with the same nats bench workloads
 bench:
