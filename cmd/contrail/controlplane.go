@@ -9,9 +9,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/contrail/contrail/controlplane"
 	"github.com/contrail/contrail/controlplane/provision"
-	"gopkg.in/yaml.v3"
 )
 
 // defaultCell is the cell `contrail controlplane` serves without --config.

@@ -18,11 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contrail/contrail/openapi"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	oaslegacy "github.com/getkin/kin-openapi/routers/legacy"
+
+	"github.com/contrail/contrail/openapi"
 )
 
 func init() {

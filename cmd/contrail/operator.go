@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/contrail/contrail/dataplane/config"
 	"github.com/nats-io/jwt/v2"
 
+	"github.com/contrail/contrail/dataplane/config"
 	"github.com/contrail/contrail/dataplane/jetstream"
 	jsapi "github.com/contrail/contrail/dataplane/jetstream/api"
 	"github.com/contrail/contrail/dataplane/resolver"

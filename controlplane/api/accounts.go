@@ -6,10 +6,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/contrail/contrail/controlplane/provision"
 	"github.com/contrail/contrail/controlplane/records"
 	"github.com/contrail/contrail/tenant"
-	"github.com/labstack/echo/v4"
 )
 
 // pushTimeout bounds the push a change makes before answering; a push

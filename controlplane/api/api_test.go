@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
+
 	"github.com/contrail/contrail/controlplane/auth"
 	"github.com/contrail/contrail/controlplane/provision"
 	"github.com/contrail/contrail/controlplane/records"
 	"github.com/contrail/contrail/controlplane/state"
 	"github.com/contrail/contrail/tenant"
-	"github.com/nats-io/jwt/v2"
 )
 
 // fakeProv is the provisioner seam: accounts and users are made and

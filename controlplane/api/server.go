@@ -12,13 +12,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/contrail/contrail/controlplane/auth"
-	"github.com/contrail/contrail/controlplane/provision"
-	"github.com/contrail/contrail/controlplane/records"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/contrail/contrail/controlplane/auth"
+	"github.com/contrail/contrail/controlplane/provision"
+	"github.com/contrail/contrail/controlplane/records"
 )
 
 // CellReader answers usage questions about an account on its cell;

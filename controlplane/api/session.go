@@ -8,9 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/contrail/contrail/controlplane/auth"
 	"github.com/contrail/contrail/controlplane/records"
-	"github.com/labstack/echo/v4"
 )
 
 // caller is who made an authenticated request.

@@ -5,10 +5,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/contrail/contrail/controlplane/provision"
 	"github.com/contrail/contrail/controlplane/records"
 	"github.com/contrail/contrail/tenant"
-	"github.com/labstack/echo/v4"
 )
 
 // maxUserTTL bounds expires_in_seconds (ten years).

@@ -9,8 +9,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/contrail/contrail/tenant"
 	"github.com/nats-io/nats.go"
+
+	"github.com/contrail/contrail/tenant"
 )
 
 // ErrCellUnavailable means a cell did not answer in time: it is down,

@@ -9,9 +9,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nkeys"
+
 	"github.com/contrail/contrail/controlplane/records"
 	"github.com/contrail/contrail/tenant"
-	"github.com/nats-io/nkeys"
 )
 
 // OperatorName is the name in the operator JWT.

@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
+
 	"github.com/contrail/contrail/controlplane/records"
 	"github.com/contrail/contrail/controlplane/state"
 	"github.com/contrail/contrail/tenant"
-	"github.com/nats-io/jwt/v2"
 )
 
 // fakePusher is a cell transport that records every push. Down makes
