@@ -109,7 +109,7 @@ func (f *dataplaneFlags) options() (*config.Options, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.Operator == "" && (opts.Resolver != "" || opts.SystemAccount != "" || len(opts.ResolverPreload) > 0) {
+	if opts.Operator == "" && (opts.Resolver != "" || opts.DirResolver != nil || opts.SystemAccount != "" || len(opts.ResolverPreload) > 0) {
 		// Starting in open mode when the file asks for operator mode would
 		// serve every client without authentication.
 		return nil, errors.New("resolver and system_account need an operator (--operator or `operator` in the config)")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -128,4 +130,58 @@ func TestOpDeleteAccount(t *testing.T) {
 	if _, err := dialCreds(n.URL, creds, nil); err == nil {
 		t.Fatal("a user of a deleted account connected")
 	}
+}
+
+// TestOpFullDirResolver runs the config `nsc generate config
+// --nats-resolver` writes: a full directory resolver that learns accounts
+// only from claim pushes (as `nsc push` sends them), beside nats-server
+// with the same file.
+func TestOpFullDirResolver(t *testing.T) {
+	w := newOpWorld(t)
+	a := w.account("A", func(ac *jwt.AccountClaims) { ac.Limits.JetStreamLimits = jsLimits() })
+	w.down.Store(true) // no URL anywhere in this setup
+	conf := func(dir string) string {
+		return "operator: " + w.opJWT + "\n" +
+			"system_account: " + w.sys.pub + "\n" +
+			"resolver {\n  type: full\n  dir: \"" + dir + "\"\n  allow_delete: false\n  interval: \"2m\"\n  timeout: \"1.9s\"\n}\n" +
+			"resolver_preload: {\n  " + w.sys.pub + ": " + w.sys.sign() + "\n}\n"
+	}
+	sysCreds, _ := w.sys.user("sys", nil)
+	creds, _ := a.user("u", nil)
+	jwtDir := filepath.Join(t.TempDir(), "jwt")
+	o := nodeOpts{config: conf(jwtDir)}
+	n := startNode(t, o)
+	ref := startNatsServer(t, "-c", writeFile(t, t.TempDir(), "ref.conf",
+		conf(filepath.Join(t.TempDir(), "refjwt"))+"jetstream { store_dir: \""+t.TempDir()+"\" }\n"))
+
+	for _, target := range []struct{ name, url string }{{"contrail", n.URL}, {"nats-server", ref.URL}} {
+		t.Run(target.name, func(t *testing.T) {
+			if _, err := dialCreds(target.url, creds, nil); err == nil {
+				t.Fatal("a user connected before its account was pushed")
+			}
+			sys := connectCreds(t, target.url, sysCreds)
+			msg, err := sys.Request("$SYS.REQ.CLAIMS.UPDATE", []byte(a.sign()), 5*time.Second)
+			if err != nil || !strings.Contains(string(msg.Data), `"code":200`) {
+				t.Fatalf("push: %v %s", err, msg.Data)
+			}
+			connectCreds(t, target.url, creds)
+			list, err := sys.Request("$SYS.REQ.CLAIMS.LIST", nil, 5*time.Second)
+			if err != nil || !strings.Contains(string(list.Data), a.pub) {
+				t.Fatalf("claims list: %v %s", err, list.Data)
+			}
+			gc := jwt.NewGenericClaims(w.opPub)
+			gc.Data["accounts"] = []string{a.pub}
+			del, _ := gc.Encode(w.op)
+			reply, err := sys.Request("$SYS.REQ.CLAIMS.DELETE", []byte(del), 5*time.Second)
+			if err != nil || !strings.Contains(string(reply.Data), "delete must be enabled") {
+				t.Fatalf("delete without allow_delete: %v %s", err, reply.Data)
+			}
+		})
+	}
+	// The pushed account is in the directory: a restart serves it.
+	if _, err := os.Stat(filepath.Join(jwtDir, a.pub+".jwt")); err != nil {
+		t.Fatalf("pushed JWT not in the resolver dir: %v", err)
+	}
+	n = restartNode(t, n, o, syscall.SIGTERM)
+	connectCreds(t, n.URL, creds)
 }

@@ -36,14 +36,12 @@ func enableOperatorMode(srv *server.Server, opts *config.Options, dataDir string
 	if err != nil {
 		return nil, err
 	}
-	url, err := resolverURL(opts.Resolver)
+	ropts, allowDelete, err := resolverOptions(opts, dataDir)
 	if err != nil {
 		return nil, err
 	}
-	res, err := resolver.New(resolver.Options{
-		URL: url, Dir: filepath.Join(dataDir, "accounts"), Preload: opts.ResolverPreload,
-		Log: log.With("component", "resolver"),
-	})
+	ropts.Log = log.With("component", "resolver")
+	res, err := resolver.New(ropts)
 	if err != nil {
 		return nil, err
 	}
@@ -51,12 +49,35 @@ func enableOperatorMode(srv *server.Server, opts *config.Options, dataDir string
 	if sys == "" {
 		sys = trust.SystemAccount()
 	}
-	if err := srv.SetOperatorMode(server.OperatorMode{Trust: trust, Resolver: res, SystemAccount: sys}); err != nil {
+	mode := server.OperatorMode{Trust: trust, Resolver: res, SystemAccount: sys, AllowDelete: allowDelete}
+	if err := srv.SetOperatorMode(mode); err != nil {
 		return nil, err
 	}
+	url := ropts.URL
 	log.Info("operator mode", "operator", trust.OperatorKey(), "name", trust.Operator().Name,
 		"system_account", sys, "resolver", url)
 	return res, nil
+}
+
+// resolverOptions reads the resolver the config asks for. A full
+// directory resolver keeps JWTs in its dir and learns them from claim
+// updates alone, deleting only with allow_delete; a URL or memory
+// resolver keeps what it sees under <data-dir>/accounts and serves
+// operator-signed deletes.
+func resolverOptions(opts *config.Options, dataDir string) (ro resolver.Options, allowDelete bool, err error) {
+	ro.Preload = opts.ResolverPreload
+	if d := opts.DirResolver; d != nil {
+		if opts.Resolver != "" {
+			return ro, false, fmt.Errorf("resolver %q and a resolver block: give one", opts.Resolver)
+		}
+		ro.Dir, ro.Limit, ro.HardDelete, ro.Timeout = d.Dir, int(d.Limit), d.HardDelete, d.Timeout
+		return ro, d.AllowDelete, nil
+	}
+	if ro.URL, err = resolverURL(opts.Resolver); err != nil {
+		return ro, false, err
+	}
+	ro.Dir = filepath.Join(dataDir, "accounts")
+	return ro, true, nil
 }
 
 // resolverURL reads nats-server's resolver forms: URL(<url>), MEMORY, or

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"time"
 
 	"github.com/contrail/contrail/dataplane/config/conf"
@@ -105,11 +106,39 @@ func operatorField(d *decoder, o *Options, path string, v *conf.Value) {
 }
 
 func resolverField(d *decoder, o *Options, path string, v *conf.Value) {
-	if v.Kind == conf.KindMap {
-		d.fail(v.Pos, ErrUnsupported, "%s: the directory resolver block is not supported by Contrail yet", path)
+	if v.Kind != conf.KindMap {
+		stringField(func(o *Options) *string { return &o.Resolver })(d, o, path, v)
 		return
 	}
-	stringField(func(o *Options) *string { return &o.Resolver })(d, o, path, v)
+	r := &DirResolver{}
+	decodeMap(d, r, path, v.Map, dirResolverFields, nil)
+	switch strings.ToLower(r.Type) {
+	case "full":
+	case "cache":
+		d.fail(v.Pos, ErrUnsupported, "%s: type cache fetches accounts from other servers, which a single Contrail node does not have; use type full or a URL resolver", path)
+		return
+	default:
+		d.fail(v.Pos, nil, "%s: type %q: want full", path, r.Type)
+		return
+	}
+	if r.Dir == "" {
+		d.fail(v.Pos, nil, "%s: dir has no value and needs to point to a directory", path)
+		return
+	}
+	o.DirResolver = r
+}
+
+// dirResolverFields are the keys of nats-server's directory resolver
+// block. interval (how often servers compare their stores) is read and
+// checked but changes nothing on a single node.
+var dirResolverFields = map[string]field[DirResolver]{
+	"type":         stringField(func(r *DirResolver) *string { return &r.Type }),
+	"dir":          stringField(func(r *DirResolver) *string { return &r.Dir }),
+	"allow_delete": boolField(func(r *DirResolver) *bool { return &r.AllowDelete }),
+	"hard_delete":  boolField(func(r *DirResolver) *bool { return &r.HardDelete }),
+	"limit":        intField(func(r *DirResolver) *int64 { return &r.Limit }),
+	"interval":     durationField(func(r *DirResolver) *time.Duration { return &r.Interval }),
+	"timeout":      durationField(func(r *DirResolver) *time.Duration { return &r.Timeout }),
 }
 
 // resolverPreloadField reads `resolver_preload { <account key>: <jwt> }`,

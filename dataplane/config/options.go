@@ -74,12 +74,16 @@ type Options struct {
 	// nats-server; ResolverPreload holds account JWTs by key.
 	// SystemAccount is the system account's public key (the operator
 	// JWT's system_account when empty).
-	Operator string
-	Resolver string
-	// Authorization is the open-mode authorization block, or nil.
-	Authorization   *Authorization
+	Operator        string
+	Resolver        string
 	ResolverPreload map[string]string
 	SystemAccount   string
+	// DirResolver is the `resolver { type: full, dir: … }` block: account
+	// JWTs live in a directory and arrive by claim updates only.
+	DirResolver *DirResolver
+
+	// Authorization is the open-mode authorization block, or nil.
+	Authorization *Authorization
 }
 
 // TLSOptions is the client-facing TLS setup. File paths are relative to
@@ -193,4 +197,19 @@ func decode(m *conf.Map, file string) (*Options, error) {
 		return nil, errors.Join(d.errs...)
 	}
 	return o, nil
+}
+
+// DirResolver is nats-server's full directory resolver: the node keeps
+// every account JWT pushed to it in Dir and fetches from nowhere else.
+type DirResolver struct {
+	Type string
+	Dir  string
+	// AllowDelete lets operator-signed $SYS.REQ.CLAIMS.DELETE requests
+	// remove accounts; HardDelete removes their files rather than
+	// renaming them.
+	AllowDelete, HardDelete bool
+	// Limit bounds how many account JWTs the directory holds (0: no bound).
+	Limit    int64
+	Interval time.Duration
+	Timeout  time.Duration
 }

@@ -204,7 +204,10 @@ func TestParseErrors(t *testing.T) {
 		{"jetstream bad sync", `jetstream { sync: "often" }`, `line 1: jetstream.sync: invalid duration "often"`},
 		{"duration out of range", "ping_interval: 99999999999999", `line 1: ping_interval: 99999999999999 seconds is out of range`},
 		{"operator list", "operator: [a, b]", `line 1: operator: a list of operators is not supported by Contrail yet`},
-		{"resolver block", "resolver {\n type: full\n}", `line 1: resolver: the directory resolver block is not supported by Contrail yet`},
+		{"resolver block without dir", "resolver {\n type: full\n}", `line 1: resolver: dir has no value`},
+		{"cache resolver", "resolver {\n type: cache\n dir: x\n}", `line 1: resolver: type cache fetches accounts from other servers`},
+		{"resolver block bad type", "resolver {\n type: fancy\n dir: x\n}", `line 1: resolver: type "fancy": want full`},
+		{"resolver block bad key", "resolver {\n type: full\n dir: x\n ttl: 1\n}", `line 4: unknown key "resolver.ttl"`},
 		{"unsupported authorization token", "\n\nauthorization { token: x }", `line 3: "authorization.token" is not supported by Contrail`},
 		{"authorization user without nkey", "authorization { users: [ {permissions: {publish: x}} ] }", `line 1: authorization.users: a user needs an nkey`},
 		{"authorization bad nkey", "authorization { users: [ {nkey: UNOTAKEY} ] }", `line 1: authorization.users: "UNOTAKEY" is not a user public nkey`},
@@ -340,5 +343,24 @@ func TestAuthorizationNkeyUsers(t *testing.T) {
 	if len(p.Publish.Allow) != 1 || p.Publish.Allow[0] != "orders.>" || len(p.Subscribe.Allow) != 2 ||
 		len(p.Subscribe.Deny) != 1 || p.AllowResponses == nil || p.AllowResponses.MaxMsgs != 2 || p.AllowResponses.Expires != "1m" {
 		t.Fatalf("permissions: %+v", p)
+	}
+}
+
+func TestDirResolverBlock(t *testing.T) {
+	o, err := Parse([]byte(`operator: op.jwt
+resolver {
+  type: full
+  dir: "./jwt"
+  allow_delete: true
+  interval: "2m"
+  timeout: "1.9s"
+  limit: 1000
+}`), "r.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := o.DirResolver
+	if r == nil || r.Dir != "./jwt" || !r.AllowDelete || r.Limit != 1000 || r.Interval != 2*time.Minute || r.Timeout != 1900*time.Millisecond {
+		t.Fatalf("resolver block: %+v", r)
 	}
 }

@@ -25,6 +25,9 @@ import (
 // it with errors.Is; the server's ErrUnknownAccount wraps the same cases.
 var ErrNotFound = errors.New("account jwt not found")
 
+// ErrFull is returned by Store when the resolver holds its limit of JWTs.
+var ErrFull = errors.New("resolver store is full")
+
 // Resolver looks account JWTs up: first the URL (when set), then what it
 // has stored. Stored JWTs are what a claim update pushed or what the URL
 // answered last.
@@ -35,6 +38,8 @@ var ErrNotFound = errors.New("account jwt not found")
 type Resolver struct {
 	url    string // base URL; the account key is appended; empty for none
 	dir    string // local store; empty keeps JWTs in memory only
+	limit  int    // most JWTs stored; 0 for no bound
+	hard   bool   // Delete removes files rather than renaming them
 	client *http.Client
 	log    *slog.Logger
 
@@ -64,6 +69,12 @@ type Options struct {
 	Preload map[string]string
 	// Timeout bounds one URL fetch; 2 s when zero.
 	Timeout time.Duration
+	// Limit bounds how many JWTs are stored (a full directory resolver's
+	// limit); a new account past it is refused. 0 for no bound.
+	Limit int
+	// HardDelete removes a deleted account's file; otherwise it is kept
+	// renamed to <key>.jwt.deleted, as nats-server does.
+	HardDelete bool
 	Log     *slog.Logger
 }
 
@@ -78,6 +89,8 @@ func New(opts Options) (*Resolver, error) {
 	r := &Resolver{
 		url:    opts.URL,
 		dir:    opts.Dir,
+		limit:  opts.Limit,
+		hard:   opts.HardDelete,
 		client: &http.Client{Timeout: opts.Timeout},
 		log:    opts.Log,
 		mem:    map[string]string{},
@@ -190,6 +203,11 @@ func (r *Resolver) Store(account, token string) error {
 		return fmt.Errorf("account %q: not an account public key", account)
 	}
 	token = strings.TrimSpace(token)
+	if r.limit > 0 {
+		if _, known := r.stored(account); !known && len(r.Stored()) >= r.limit {
+			return fmt.Errorf("account %s: %w (limit %d)", account, ErrFull, r.limit)
+		}
+	}
 	r.mu.Lock()
 	delete(r.neg, account)
 	same := r.mem[account] == token
@@ -260,7 +278,14 @@ func (r *Resolver) Delete(account string) error {
 	if r.dir == "" {
 		return nil
 	}
-	if err := os.Remove(filepath.Join(r.dir, account+".jwt")); err != nil && !errors.Is(err, os.ErrNotExist) {
+	path := filepath.Join(r.dir, account+".jwt")
+	var err error
+	if r.hard {
+		err = os.Remove(path)
+	} else {
+		err = os.Rename(path, path+".deleted")
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("delete %s: %w", account, err)
 	}
 	return nil

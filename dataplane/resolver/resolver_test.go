@@ -94,6 +94,35 @@ func TestFetchStoresAndFallsBack(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, key+".jwt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("deleted account's file: %v", err)
 	}
+	if b, err := os.ReadFile(filepath.Join(dir, key+".jwt.deleted")); err != nil || strings.TrimSpace(string(b)) != "jwt-v2" {
+		t.Fatalf("a soft delete keeps the JWT aside: %q %v", b, err)
+	}
+}
+
+func TestLimitAndHardDelete(t *testing.T) {
+	dir := t.TempDir()
+	r, _ := New(Options{Dir: dir, Limit: 2, HardDelete: true})
+	a, b, c := accountKey(t), accountKey(t), accountKey(t)
+	for _, k := range []string{a, b} {
+		if err := r.Store(k, "jwt-"+k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Store(c, "jwt"); !errors.Is(err, ErrFull) {
+		t.Fatalf("third account past a limit of 2: %v", err)
+	}
+	if err := r.Store(a, "jwt-a2"); err != nil {
+		t.Fatalf("updating a stored account at the limit: %v", err)
+	}
+	if err := r.Delete(a); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("after a hard delete the directory holds %d files, want 1", len(entries))
+	}
+	if err := r.Store(c, "jwt"); err != nil {
+		t.Fatalf("room after a delete: %v", err)
+	}
 }
 
 func TestUnknownAccountsAreNotAskedAgainAtOnce(t *testing.T) {

@@ -28,6 +28,8 @@ type Resolver interface {
 	Store(account, token string) error
 	// Delete forgets a deleted account's JWT.
 	Delete(account string) error
+	// Stored lists the accounts whose JWTs it holds.
+	Stored() []string
 }
 
 // OperatorMode is how a node serves many tenants: it trusts one operator,
@@ -37,6 +39,9 @@ type OperatorMode struct {
 	Trust         *tenant.Trust
 	Resolver      Resolver
 	SystemAccount string
+	// AllowDelete serves operator-signed $SYS.REQ.CLAIMS.DELETE requests
+	// (a full directory resolver serves them only with allow_delete).
+	AllowDelete bool
 }
 
 // AccountHooks learn of accounts as they are loaded, change and go:

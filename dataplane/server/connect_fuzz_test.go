@@ -1,10 +1,8 @@
 package server
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -17,20 +15,6 @@ import (
 	"github.com/contrail/contrail/dataplane/config"
 	"github.com/contrail/contrail/tenant"
 )
-
-// mapResolver serves account JWTs from memory.
-type mapResolver map[string]string
-
-func (m mapResolver) Fetch(_ context.Context, account string) (string, error) {
-	if t, ok := m[account]; ok {
-		return t, nil
-	}
-	return "", fmt.Errorf("account %s: %w", account, ErrUnknownAccount)
-}
-
-func (m mapResolver) Store(string, string) error { return nil }
-
-func (m mapResolver) Delete(string) error { return nil }
 
 // discardConn is a connection that reads nothing and swallows writes.
 type discardConn struct{ net.Conn }
@@ -78,7 +62,7 @@ func newOpFixture(tb testing.TB) *opFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := s.SetOperatorMode(OperatorMode{Trust: trust, Resolver: mapResolver{apub: acJWT}}); err != nil {
+	if err := s.SetOperatorMode(OperatorMode{Trust: trust, Resolver: &memResolver{jwts: map[string]string{apub: acJWT}}}); err != nil {
 		tb.Fatal(err)
 	}
 	nonce := []byte("fixed-nonce-for-fuzz")

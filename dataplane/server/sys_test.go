@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,37 +28,13 @@ type sysWorld struct {
 	sysPub   string
 	accPub   string
 
-	mu   sync.Mutex
-	jwts map[string]string // guarded by mu
-}
-
-func (w *sysWorld) Fetch(_ context.Context, account string) (string, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if token, ok := w.jwts[account]; ok {
-		return token, nil
-	}
-	return "", ErrUnknownAccount
-}
-
-func (w *sysWorld) Store(account, token string) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.jwts[account] = token
-	return nil
-}
-
-func (w *sysWorld) Delete(account string) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.jwts, account)
-	return nil
+	*memResolver
 }
 
 // newSysWorld starts the node with its system services and mon as its
 // Monitoring (nil: none).
 func newSysWorld(t *testing.T, mon Monitoring) *sysWorld {
-	w := &sysWorld{t: t, jwts: map[string]string{}}
+	w := &sysWorld{t: t, memResolver: newMemResolver()}
 	w.op, _ = nkeys.CreateOperator()
 	opPub, _ := w.op.PublicKey()
 	w.sys, w.sysPub = w.newAccount("SYS")

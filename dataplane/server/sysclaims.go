@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 )
@@ -154,10 +155,32 @@ func (s *Server) startDeleteService() error {
 		token, r := strings.TrimSpace(string(msg)), string(reply)
 		go s.handleClaimsDelete(token, r)
 	})
+	if err != nil {
+		return err
+	}
+	// $SYS.REQ.CLAIMS.LIST: the accounts whose JWTs the node holds, as a
+	// full directory resolver answers it (nsc uses it).
+	_, err = s.sys.SubscribeInternal(subjClaimsList, func(_, reply, _, _ []byte) {
+		r := string(reply)
+		go func() {
+			keys := s.op.Resolver.Stored()
+			sort.Strings(keys)
+			s.sysReply(r, map[string]any{"server": s.sysInfo(), "data": keys})
+		}()
+	})
 	return err
 }
 
+// subjClaimsList lists the account JWTs a node holds.
+const subjClaimsList = "$SYS.REQ.CLAIMS.LIST"
+
 func (s *Server) handleClaimsDelete(token, reply string) {
+	if !s.op.AllowDelete {
+		s.sysReply(reply, &claimUpdateReply{Server: s.sysInfo(), Error: &claimUpdateError{
+			Code: http.StatusInternalServerError, Description: "delete accounts request failed - delete must be enabled in server config",
+		}})
+		return
+	}
 	accounts, err := s.op.Trust.VerifyDelete(token)
 	if err == nil {
 		for _, a := range accounts {

@@ -12,6 +12,9 @@ import (
 const (
 	subjSelfStatz = "$SYS.REQ.ACCOUNT.PING.STATZ"
 	subjSelfConnz = "$SYS.REQ.ACCOUNT.PING.CONNZ"
+	// selfServiceSubs is how many internal subscriptions they add to
+	// every tenant account.
+	selfServiceSubs = 2
 )
 
 // startSelfServices subscribes a tenant account's self-service requests;
