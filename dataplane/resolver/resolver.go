@@ -75,7 +75,7 @@ type Options struct {
 	// HardDelete removes a deleted account's file; otherwise it is kept
 	// renamed to <key>.jwt.deleted, as nats-server does.
 	HardDelete bool
-	Log     *slog.Logger
+	Log        *slog.Logger
 }
 
 // New builds a resolver and prepares its directory.
