@@ -33,6 +33,8 @@ type Account struct {
 	// what the server enforces from it.
 	claims atomic.Pointer[jwt.AccountClaims]
 	limits atomic.Pointer[accountLimits]
+	// installMu serializes installing new claims (auth.go).
+	installMu sync.Mutex
 
 	cmu struct {
 		sync.Mutex

@@ -258,7 +258,18 @@ func (s *Server) UpdateAccountClaims(token string) (string, error) {
 
 // installClaims makes ac the account's claims and enforces them on the
 // clients already connected.
+//
+// Installs of one account are serialized, and claims issued before the
+// ones in use are ignored: a slow resolver fetch racing a pushed update
+// cannot roll an account back to older limits or revocations.
 func (s *Server) installClaims(a *Account, ac *jwt.AccountClaims) {
+	a.installMu.Lock()
+	defer a.installMu.Unlock()
+	if cur := a.claims.Load(); cur != nil && cur.IssuedAt > ac.IssuedAt {
+		s.log.Info("ignoring account claims older than those in use", "account", a.name,
+			"issued", ac.IssuedAt, "in_use", cur.IssuedAt)
+		return
+	}
 	a.claims.Store(ac)
 	a.limits.Store(&accountLimits{conns: ac.Limits.Conn, subs: ac.Limits.Subs, payload: ac.Limits.Payload})
 
