@@ -208,9 +208,12 @@ func tenantActivity(t *testing.T, url, creds string) *nats.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	createStream(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	s := createStream(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
 	jsPublish(t, js, "orders.1", "one")
 	jsPublish(t, js, "orders.2", "two")
+	if _, err := s.CreateOrUpdateConsumer(ctxT(t), jetstream.ConsumerConfig{Durable: "SHIP", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
 	return nc
 }
 
@@ -229,6 +232,7 @@ func TestOpSysAccountRequests(t *testing.T) {
 			"SUBSZ":   sysRequest(t, tg.sys, acc+"SUBSZ", ""),
 			"INFO":    sysRequest(t, tg.sys, acc+"INFO", ""),
 			"JSZ":     sysRequest(t, tg.sys, acc+"JSZ", `{"streams":true,"config":true}`),
+			"CJSZ":    sysRequest(t, tg.sys, acc+"JSZ", `{"streams":true,"consumer":true}`),
 			"PING":    sysRequest(t, tg.sys, "$SYS.REQ.ACCOUNT.PING.STATZ", `{"accounts":["`+w.a.pub+`"]}`),
 			"UNKNOWN": sysRequest(t, tg.sys, "$SYS.REQ.ACCOUNT.ADQDZZMW4FSFDKYYFZX4GZ6Y4D5XSQLNBCYHTEFS6ZAM2WEPMXIXTBBN.INFO", ""),
 			"BJSZ":    sysRequest(t, tg.sys, "$SYS.REQ.ACCOUNT."+w.b.pub+".JSZ", ""),
@@ -298,6 +302,12 @@ func TestOpSysAccountRequests(t *testing.T) {
 	compareKeys(t, "JSZ", jz, obj(t, r["JSZ"], "data"), []string{"name", "id", "memory", "storage", "reserved_memory",
 		"reserved_storage", "accounts", "ha_assets", "api", "stream_detail"})
 	compareKeys(t, "JSZ stream", sd, first(t, obj(t, r["JSZ"], "data"), "stream_detail"), []string{"name", "created", "config", "state"})
+	cd := first(t, first(t, obj(t, o["CJSZ"], "data"), "stream_detail"), "consumer_detail")
+	compareKeys(t, "JSZ consumer", cd, first(t, first(t, obj(t, r["CJSZ"], "data"), "stream_detail"), "consumer_detail"),
+		[]string{"stream_name", "name", "created", "delivered", "ack_floor", "num_ack_pending", "num_redelivered", "num_waiting", "num_pending"})
+	if str(cd, "name") != "SHIP" || num(t, cd, "num_pending") != 2 || cd["config"] != nil {
+		t.Errorf("JSZ consumer detail: %v", cd)
+	}
 	if bj := obj(t, o["BJSZ"], "data"); bj["stream_detail"] != nil || str(bj, "name") != "B" {
 		t.Errorf("JSZ for B shows A's streams: %v", bj)
 	}

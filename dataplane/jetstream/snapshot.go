@@ -118,3 +118,28 @@ func (a *jsAccount) snapshot() AccountSnapshot {
 	}
 	return as
 }
+
+// ConsumerInfos reports the consumers of one stream of one account, by
+// name, for /jsz's consumer detail; nil if there is no such stream. It
+// builds every consumer's info, so monitoring asks for it only on request.
+func (e *Engine) ConsumerInfos(account, stream string) []*api.ConsumerInfo {
+	e.mu.Lock()
+	a := e.mu.accounts[account]
+	e.mu.Unlock()
+	if a == nil || !a.enabled.Load() {
+		return nil
+	}
+	s := a.lookup(stream)
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	cons := s.consumersLocked()
+	s.mu.Unlock()
+	out := make([]*api.ConsumerInfo, 0, len(cons))
+	for _, c := range cons {
+		out = append(out, c.info())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

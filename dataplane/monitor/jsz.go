@@ -13,6 +13,8 @@ import (
 // JetStreamSource is what /jsz and /varz read JetStream figures from.
 type JetStreamSource interface {
 	Snapshot() jetstream.Snapshot
+	// ConsumerInfos is one stream's consumers, for consumer detail.
+	ConsumerInfos(account, stream string) []*api.ConsumerInfo
 }
 
 // SetJetStream makes the monitor report JetStream; call before Serve.
@@ -79,12 +81,13 @@ type streamDetail struct {
 	Created time.Time         `json:"created"`
 	Config  *api.StreamConfig `json:"config,omitempty"`
 	State   api.StreamState   `json:"state"`
+	// Consumers is the consumer detail, when asked for.
+	Consumers []*api.ConsumerInfo `json:"consumer_detail,omitempty"`
 }
 
 // jszOptions are nats-server's JSzOptions: the query of /jsz, and the
 // JSON body of a JSZ request to the system account. Consumer implies
-// Streams; Streams without an account implies Accounts. Contrail has no
-// consumer detail yet, so Consumer adds nothing beyond the streams.
+// Streams; Streams without an account implies Accounts.
 type jszOptions struct {
 	Account  string `json:"account,omitempty"`
 	Accounts bool   `json:"accounts,omitempty"`
@@ -198,6 +201,14 @@ func (m *Monitor) accountDetail(a *jetstream.AccountSnapshot, o *jszOptions) *ac
 			sd := streamDetail{Name: s.Name, Created: s.Created.UTC(), State: s.State}
 			if o.Config {
 				sd.Config = s.Config
+			}
+			if o.Consumer {
+				sd.Consumers = m.js.ConsumerInfos(a.Name, s.Name)
+				for _, ci := range sd.Consumers {
+					if !o.Config {
+						ci.Config = nil // as nats-server: configs only with config=true
+					}
+				}
 			}
 			d.Streams = append(d.Streams, sd)
 		}
