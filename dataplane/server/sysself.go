@@ -15,6 +15,9 @@ const (
 	// selfServiceSubs is how many internal subscriptions they add to
 	// every tenant account.
 	selfServiceSubs = 2
+	// selfInFlight bounds the self-service requests one account has
+	// being answered at once.
+	selfInFlight = 4
 )
 
 // startSelfServices subscribes a tenant account's self-service requests;
@@ -25,10 +28,23 @@ func (s *Server) startSelfServices(a *Account) {
 		return
 	}
 	a.selfOnce.Do(func() {
+		// A tenant's flood of requests must not become a flood of
+		// goroutines building documents: at most selfInFlight at once per
+		// account; beyond that a request goes unanswered, as one to a
+		// busy server times out.
+		busy := make(chan struct{}, selfInFlight)
 		serve := func(subj string, build func(body []byte) (any, error)) {
 			_, err := a.SubscribeInternal(subj, func(_, reply, _, msg []byte) {
+				select {
+				case busy <- struct{}{}:
+				default:
+					return
+				}
 				r, body := string(reply), bytes.Clone(msg)
-				go s.zReplyIn(a, r, body, func() (any, error) { return build(body) })
+				go func() {
+					defer func() { <-busy }()
+					s.zReplyIn(a, r, body, func() (any, error) { return build(body) })
+				}()
 			})
 			if err != nil {
 				s.log.Error("account self-service", "account", a.name, "subject", subj, "err", fmt.Errorf("subscribe: %w", err))
