@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
@@ -452,6 +453,39 @@ func TestOpImportResponseTypes(t *testing.T) {
 			// they have all been routed.
 			recvChan(t, answered, "the responder's answers")
 			expectNothing(t, sub, na, nb)
+		}
+	})
+}
+
+// TestOpImportStreamInterest: an idle stream import is no responder. A
+// request in the exporter that only the import would take gets the 503
+// no-responders status; once the importer subscribes, the request
+// crosses and is answered.
+func TestOpImportStreamInterest(t *testing.T) {
+	onBoth(t, func(t *testing.T, ref bool) {
+		w := newOpWorld(t)
+		a := w.account("A", func(ac *jwt.AccountClaims) {
+			ac.Exports.Add(&jwt.Export{Type: jwt.Stream, Subject: "feed.>"},
+				&jwt.Export{Type: jwt.Service, Subject: "svc.>"})
+		})
+		b := w.account("B", func(ac *jwt.AccountClaims) {
+			ac.Imports.Add(&jwt.Import{Type: jwt.Stream, Account: a.pub, Subject: "feed.>", LocalSubject: "a.feed.>"},
+				&jwt.Import{Type: jwt.Service, Account: a.pub, Subject: "svc.>", LocalSubject: "a.svc.>"})
+		})
+		s := startImportServer(t, w, ref)
+		na, nb := s.conn(t, a, "a"), s.conn(t, b, "b")
+
+		expectNoResponders(t, na, "feed.x")
+		// A service import with nobody serving in the exporter: the same.
+		expectNoResponders(t, nb, "a.svc.x")
+
+		sub := subscribeSync(t, nb, "a.feed.>")
+		flush(t, nb)
+		if _, err := na.Request("feed.x", []byte("ping"), 200*time.Millisecond); !errors.Is(err, nats.ErrTimeout) {
+			t.Fatalf("request with a subscriber behind the import: %v, want a timeout (it crossed; nobody answers)", err)
+		}
+		if m := nextMsg(t, sub); m.Subject != "a.feed.x" || string(m.Data) != "ping" {
+			t.Fatalf("importer got %q %q", m.Subject, m.Data)
 		}
 	})
 }

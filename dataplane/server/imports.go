@@ -49,6 +49,7 @@ const requestInfoHdr = "Nats-Request-Info"
 // (its fwd field). forward runs where deliveries run: on the publisher's
 // goroutine, with the publisher's sender, so it must not block.
 type forwarder interface {
+	interested
 	forward(s *sender, subj, reply []byte, hdrLen int, msg []byte)
 	// stream reports whether this is a stream import, which messages that
 	// crossed as service requests or responses never reach.

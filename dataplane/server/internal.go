@@ -66,7 +66,8 @@ func (a *Account) Deliver(to, subj, reply string, hdr, msg []byte) {
 // HasInterest reports whether anyone in the account subscribes to subj:
 // push consumers deliver only while their deliver subject has interest.
 func (a *Account) HasInterest(subj string) bool {
-	return !a.subs.MatchOnce([]byte(subj)).Empty()
+	b := []byte(subj)
+	return anyInterest(a.subs.MatchOnce(b), b, 0)
 }
 
 // WatchInterest calls fn (which must not block) whenever a client

@@ -37,7 +37,9 @@ func (c *client) route(subj, reply []byte, hdrLen int, msg []byte) {
 	} else {
 		r = c.acc.subs.Match(subj)
 	}
-	if r.Empty() {
+	if r.Empty() || (len(reply) > 0 && c.opts.NoResponders && c.opts.Headers && !anyInterest(r, subj, 0)) {
+		// Nobody would get it, not even through an import: say so to a
+		// requester that asked to be told.
 		if len(reply) > 0 && c.opts.NoResponders && c.opts.Headers {
 			c.sendNoResponders(reply)
 		}
