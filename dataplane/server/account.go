@@ -52,9 +52,11 @@ type Account struct {
 // -1 means unlimited.
 type accountLimits struct {
 	conns, subs, payload int64
+	// data bounds the bytes queued for one connection (see client.mpend).
+	data int64
 }
 
-var unlimitedAccount = &accountLimits{conns: -1, subs: -1, payload: -1}
+var unlimitedAccount = &accountLimits{conns: -1, subs: -1, payload: -1, data: -1}
 
 // ConnTotals are message and byte counters summed over connections.
 type ConnTotals struct {

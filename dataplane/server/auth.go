@@ -271,7 +271,7 @@ func (s *Server) installClaims(a *Account, ac *jwt.AccountClaims) {
 		return
 	}
 	a.claims.Store(ac)
-	a.limits.Store(&accountLimits{conns: ac.Limits.Conn, subs: ac.Limits.Subs, payload: ac.Limits.Payload})
+	a.limits.Store(&accountLimits{conns: ac.Limits.Conn, subs: ac.Limits.Subs, payload: ac.Limits.Payload, data: ac.Limits.Data})
 
 	a.cmu.Lock()
 	a.cmu.disabled = false
@@ -473,6 +473,7 @@ func (c *client) authenticate(opts *connectOpts) error {
 	lim := acc.limits.Load()
 	c.mpay = minLimit(minLimit(uc.Limits.Payload, lim.payload), int64(s.opts.MaxPayload))
 	c.msubs = minLimit(uc.Limits.Subs, lim.subs)
+	c.mpend.Store(minLimit(minLimit(uc.Limits.Data, lim.data), s.opts.MaxPending))
 	c.perms = newPermissions(uc.Permissions)
 	c.mu.Lock()
 	c.mu.user = uc

@@ -82,6 +82,11 @@ type client struct {
 	authed atomic.Bool
 	mpay   int64 // max payload for this user; <= 0 means the server's
 	msubs  int64 // max subscriptions; < 0 means unlimited
+	// mpend is the most bytes queued for the client before it is cut
+	// off as a slow consumer: max_pending, or less where the user or
+	// account JWT's data limit says so. Set at CONNECT; the flusher and
+	// closers read it meanwhile.
+	mpend atomic.Int64
 	perms  *permissions
 
 	mu struct {
@@ -122,6 +127,7 @@ func (s *Server) newClient(conn net.Conn) *client {
 	c.sender = sender{srv: s, from: c}
 	c.echo.Store(true)
 	c.msubs = -1
+	c.mpend.Store(s.opts.MaxPending)
 	c.mu.subs = make(map[string]*subscription)
 	c.mu.account = s.global.name
 	if s.authRequired {

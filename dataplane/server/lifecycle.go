@@ -75,7 +75,7 @@ func (c *client) writeOut(conn net.Conn, sc *writeScratch) (busy bool, err error
 	o.mu.Lock()
 	o.mu.pending -= n
 	o.mu.writing = false
-	o.unstallLocked(c.srv.opts.MaxPending)
+	o.unstallLocked(c.mpend.Load())
 	again := len(o.mu.full) > 0 || len(o.mu.cur) > 0 || o.mu.stop
 	o.mu.Unlock()
 	if err != nil {
@@ -138,7 +138,7 @@ func (c *client) close(reason string, flush bool) {
 		release(o.takeLocked(nil))
 		o.mu.pending = 0
 	}
-	o.unstallLocked(c.srv.opts.MaxPending)
+	o.unstallLocked(c.mpend.Load())
 	o.mu.Unlock()
 	o.wake()
 

@@ -141,6 +141,7 @@ func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 		msg = msg[hdrLen:]
 		hdrLen = -1
 	}
+	mpend := dst.mpend.Load()
 	o := dst.out
 	o.mu.Lock()
 	if o.mu.stop {
@@ -155,10 +156,10 @@ func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 	o.mu.cur = append(o.mu.cur, msg...)
 	o.mu.cur = append(o.mu.cur, '\r', '\n')
 	o.mu.pending += int64(len(o.mu.cur) - before)
-	slow := o.mu.pending > s.srv.opts.MaxPending
+	slow := o.mu.pending > mpend
 	wake := !o.mu.queued
 	o.mu.queued = true
-	stall := o.stallLocked(s.srv.opts.MaxPending)
+	stall := o.stallLocked(mpend)
 	o.mu.Unlock()
 	if stall != nil {
 		s.stall = stall
