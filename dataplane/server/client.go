@@ -87,7 +87,7 @@ type client struct {
 	// account JWT's data limit says so. Set at CONNECT; the flusher and
 	// closers read it meanwhile.
 	mpend atomic.Int64
-	perms  *permissions
+	perms *permissions
 
 	mu struct {
 		sync.Mutex
