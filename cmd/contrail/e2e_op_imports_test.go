@@ -489,3 +489,52 @@ func TestOpImportStreamInterest(t *testing.T) {
 		}
 	})
 }
+
+// TestOpImportAccountInfo: the account INFO of the system services lists
+// the account's exports and the imports in force.
+func TestOpImportAccountInfo(t *testing.T) {
+	onBoth(t, func(t *testing.T, ref bool) {
+		w := newOpWorld(t)
+		a := w.account("A", func(ac *jwt.AccountClaims) {
+			ac.Exports.Add(&jwt.Export{Type: jwt.Stream, Subject: "feed.>"})
+		})
+		b := w.account("B", func(ac *jwt.AccountClaims) {
+			ac.Imports.Add(&jwt.Import{Type: jwt.Stream, Account: a.pub, Subject: "feed.>", LocalSubject: "a.feed.>"},
+				&jwt.Import{Type: jwt.Stream, Account: a.pub, Subject: "secret.>"})
+		})
+		s := startImportServer(t, w, ref)
+		s.conn(t, a, "a")
+		s.conn(t, b, "b")
+		info := func(acc string) map[string]any {
+			msg, err := s.sys.Request("$SYS.REQ.ACCOUNT."+acc+".INFO", nil, ioTimeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Data map[string]any `json:"data"`
+			}
+			if err := json.Unmarshal(msg.Data, &doc); err != nil || doc.Data == nil {
+				t.Fatalf("INFO %s: %v %s", acc, err, msg.Data)
+			}
+			return doc.Data
+		}
+		exports, _ := info(a.pub)["exports"].([]any)
+		if len(exports) != 1 || exports[0].(map[string]any)["subject"] != "feed.>" {
+			t.Errorf("A's exports: %v", exports)
+		}
+		imports, _ := info(b.pub)["imports"].([]any)
+		invalid := map[string]bool{}
+		for _, i := range imports {
+			m := i.(map[string]any)
+			invalid[m["subject"].(string)] = m["invalid"] == true
+		}
+		// Only imports in force are listed (nats-server also lists its
+		// own system imports, which Contrail serves without imports).
+		if bad, listed := invalid["feed.>"]; !listed || bad {
+			t.Errorf("B's imports (subject → invalid): %v, want feed.> in force", invalid)
+		}
+		if _, listed := invalid["secret.>"]; listed {
+			t.Errorf("B's imports list one A does not export: %v", invalid)
+		}
+	})
+}

@@ -120,7 +120,7 @@ type Accountz struct {
 
 // AccountInfo is one account's detail in /accountz and the answer to
 // $SYS.REQ.ACCOUNT.<account>.INFO, with nats-server's field names.
-// Contrail has no imports, exports or mappings, so those are absent.
+// Contrail has no subject mappings, so those are absent.
 type AccountInfo struct {
 	AccountName string `json:"account_name"`
 	// LastUpdate is when the claims in use were issued.
@@ -132,6 +132,8 @@ type AccountInfo struct {
 	LeafCnt     int                  `json:"leafnode_connections"`
 	ClientCnt   int                  `json:"client_connections"`
 	SubCnt      uint32               `json:"subscriptions"`
+	Exports     []ExtExport          `json:"exports,omitempty"`
+	Imports     []ExtImport          `json:"imports,omitempty"`
 	JWT         string               `json:"jwt,omitempty"`
 	IssuerKey   string               `json:"issuer_key,omitempty"`
 	NameTag     string               `json:"name_tag,omitempty"`
@@ -140,6 +142,23 @@ type AccountInfo struct {
 	Vr          []JWTIssue           `json:"validation_result_jwt,omitempty"`
 	RevokedUser map[string]time.Time `json:"revoked_user,omitempty"`
 	Sublist     *SublistStats        `json:"sublist_stats,omitempty"`
+}
+
+// ExtExport is one export of the account's JWT, with the activations
+// it revoked.
+type ExtExport struct {
+	jwt.Export
+	RevokedAct map[string]time.Time `json:"revoked_activations,omitempty"`
+}
+
+// ExtImport is one import of the account's JWT in force. Invalid is
+// nats-server's flag for an import that lost its exporter; Contrail
+// removes such an import instead, so it is always false.
+type ExtImport struct {
+	jwt.Import
+	Invalid  bool `json:"invalid"`
+	Share    bool `json:"share"`
+	Tracking bool `json:"tracking"`
 }
 
 // JWTIssue is a problem the account JWT's validation reports.
@@ -205,6 +224,8 @@ func (s *Server) accountInfo(name string) (*AccountInfo, error) {
 	info.JetStream = info.JetStream && ac.Limits.IsJSEnabled()
 	info.JWT = s.accountJWT(a, ac)
 	info.IssuerKey, info.NameTag, info.Tags, info.Claim = ac.Issuer, ac.Name, ac.Tags, ac
+	info.Exports = exportsInfo(ac)
+	info.Imports = s.importsInfo(a, ac)
 	var vr jwt.ValidationResults
 	ac.Validate(&vr)
 	for _, i := range vr.Issues {
@@ -270,6 +291,46 @@ func (s *Server) ClientIdentities() map[uint64]ClientInfo {
 	out := make(map[uint64]ClientInfo, len(st.mu.live))
 	for c, ci := range st.mu.live {
 		out[c.cid] = *ci
+	}
+	return out
+}
+
+// exportsInfo lists the claims' exports as nats-server reports them.
+func exportsInfo(ac *jwt.AccountClaims) []ExtExport {
+	var out []ExtExport
+	for _, e := range ac.Exports {
+		if e == nil {
+			continue
+		}
+		x := ExtExport{Export: *e}
+		if len(e.Revocations) > 0 {
+			x.RevokedAct = make(map[string]time.Time, len(e.Revocations))
+			for k, at := range e.Revocations {
+				x.RevokedAct[k] = time.Unix(at, 0).UTC()
+			}
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// importsInfo lists the claims' imports that are in force, as nats-server
+// lists only the imports it could add.
+func (s *Server) importsInfo(a *Account, ac *jwt.AccountClaims) []ExtImport {
+	reg := &s.accts.links
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	now := time.Now()
+	var out []ExtImport
+	for _, imp := range ac.Imports {
+		if imp == nil {
+			continue
+		}
+		if p, _, err := s.planImport(a, imp, now); err == nil && p != nil {
+			if _, ok := a.links.installed[p.key]; ok {
+				out = append(out, ExtImport{Import: *imp})
+			}
+		}
 	}
 	return out
 }
