@@ -60,6 +60,13 @@ func TestOpDataLimit(t *testing.T) {
 	if sc := num(t, varz(t, n.MonURL), "slow_consumers"); sc != 1 {
 		t.Fatalf("slow_consumers = %v, want 1: the subscriber without a data limit was cut off too", sc)
 	}
+	// The account's statistics count it.
+	sysCreds, _ := w.sys.user("sys", nil)
+	sys := connectCreds(t, n.URL, sysCreds)
+	stz := sysRequest(t, sys, "$SYS.REQ.ACCOUNT."+a.pub+".STATZ", "")
+	if sc := num(t, first(t, obj(t, stz, "data"), "account_statz"), "slow_consumers"); sc != 1 {
+		t.Fatalf("account statz slow_consumers = %v, want 1", sc)
+	}
 	// The unlimited one is still served: a PING gets its PONG after the
 	// whole flood.
 	unlimited.send("PING\r\n")

@@ -35,6 +35,8 @@ type Account struct {
 	limits atomic.Pointer[accountLimits]
 	// installMu serializes installing new claims (auth.go).
 	installMu sync.Mutex
+	// slowConsumers counts the account's clients cut off as slow.
+	slowConsumers atomic.Uint64
 
 	cmu struct {
 		sync.Mutex

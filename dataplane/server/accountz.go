@@ -77,8 +77,9 @@ func (a *Account) statz() *AccountStat {
 	}
 	return &AccountStat{
 		Account: a.name, Name: a.nameTag(), Conns: conns, TotalConns: conns, NumSubs: uint32(a.clientSubs()),
-		Received: links(MsgBytes{Msgs: int64(t.InMsgs), Bytes: int64(t.InBytes)}),
-		Sent:     links(MsgBytes{Msgs: int64(t.OutMsgs), Bytes: int64(t.OutBytes)}),
+		Received:      links(MsgBytes{Msgs: int64(t.InMsgs), Bytes: int64(t.InBytes)}),
+		Sent:          links(MsgBytes{Msgs: int64(t.OutMsgs), Bytes: int64(t.OutBytes)}),
+		SlowConsumers: int64(a.slowConsumers.Load()),
 	}
 }
 

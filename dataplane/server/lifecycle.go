@@ -82,7 +82,7 @@ func (c *client) writeOut(conn net.Conn, sc *writeScratch) (busy bool, err error
 		reason := reasonWriteError
 		if errors.Is(err, os.ErrDeadlineExceeded) && !c.closed.Load() {
 			reason = reasonSlowWrite
-			c.srv.stats.slowConsumers.Add(1)
+			c.countSlow()
 			c.logger().Warn("slow consumer, closing", "reason", reason)
 		}
 		c.close(reason, false)
@@ -101,9 +101,28 @@ func (c *client) slowConsumer(reason string) {
 	if c.closed.Load() {
 		return
 	}
-	c.srv.stats.slowConsumers.Add(1)
+	c.countSlow()
 	c.logger().Warn("slow consumer, closing", "reason", reason)
 	c.close(reason, false)
+}
+
+// countSlow counts a slow consumer for the server and the client's
+// account.
+func (c *client) countSlow() {
+	c.srv.stats.slowConsumers.Add(1)
+	if a := c.account(); a != nil {
+		a.slowConsumers.Add(1)
+	}
+}
+
+// account is the client's account, safe to ask from any goroutine: nil
+// while a client that must authenticate has not (its account is set by
+// the read loop before authed is).
+func (c *client) account() *Account {
+	if c.srv.authRequired && !c.authed.Load() {
+		return nil
+	}
+	return c.acc
 }
 
 // close ends the connection once: it stops the queue (dropping it unless
