@@ -585,3 +585,28 @@ func anyStrings(v any) []string {
 	}
 	return out
 }
+
+// TestOpSysStatszHeartbeat: a server announces its statistics on
+// $SYS.SERVER.<id>.STATSZ unasked, as `nats server watch` expects; the
+// shape is nats-server's.
+func TestOpSysStatszHeartbeat(t *testing.T) {
+	w := newSysWorld(t)
+	ours, ref := w.targets(t)
+	docs := map[string]map[string]any{}
+	for _, tg := range []*sysTarget{ours, ref} {
+		sub := subscribeSync(t, tg.sys, "$SYS.SERVER.*.STATSZ")
+		m, err := sub.NextMsg(15 * time.Second)
+		if err != nil {
+			t.Fatalf("%s: no statsz heartbeat: %v", tg.name, err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(m.Data, &doc); err != nil {
+			t.Fatalf("%s: statsz: %v: %s", tg.name, err, m.Data)
+		}
+		if id := str(obj(t, doc, "server"), "id"); !strings.HasSuffix(strings.TrimSuffix(m.Subject, ".STATSZ"), id) {
+			t.Errorf("%s: statsz on %s from server %s", tg.name, m.Subject, id)
+		}
+		docs[tg.name] = doc
+	}
+	compareKeys(t, "statsz heartbeat", docs["contrail"], docs["nats-server"], []string{"server", "statsz"})
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Server request subjects in the system account, as nats-server serves
@@ -106,7 +107,8 @@ func (s *Server) statszRequest(_, reply string, body []byte) {
 // updates are already served (SetOperatorMode); this adds the account
 // services ($SYS.REQ.ACCOUNT.<account>.CONNZ|STATZ|CONNS|SUBSZ|INFO|JSZ and
 // $SYS.REQ.ACCOUNT.PING.STATZ) and the server services
-// ($SYS.REQ.SERVER.PING[.<service>], $SYS.REQ.SERVER.<id>.<service>).
+// ($SYS.REQ.SERVER.PING[.<service>], $SYS.REQ.SERVER.<id>.<service>),
+// and starts the statsz heartbeat.
 // Call it after SetOperatorMode and SetMonitoring, before Serve. Without
 // a system account there is no one to serve, and it does nothing.
 func (s *Server) StartSystemServices() error {
@@ -119,5 +121,39 @@ func (s *Server) StartSystemServices() error {
 	if err := s.startServerServices(); err != nil {
 		return fmt.Errorf("system account: %w", err)
 	}
+	go s.heartbeatStatsz()
 	return nil
+}
+
+// subjServerStatsz is where a server announces its statistics unasked, as
+// nats-server does: `nats server watch` and monitoring agents listen here.
+const subjServerStatsz = "$SYS.SERVER.%s.STATSZ"
+
+// Statsz heartbeats start often, so a watcher sees a new server at once,
+// and slow down to the steady interval.
+const (
+	statszFirst    = 250 * time.Millisecond
+	statszInterval = 10 * time.Second
+)
+
+// heartbeatStatsz publishes this server's statistics on its statsz
+// subject until the server shuts down, skipping the work while nobody in
+// the system account listens.
+func (s *Server) heartbeatStatsz() {
+	subj := fmt.Sprintf(subjServerStatsz, s.id)
+	t := time.NewTimer(statszFirst)
+	defer t.Stop()
+	for every := statszFirst; ; every = min(2*every, statszInterval) {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		if s.sys.HasInterest(subj) {
+			if stats, err := s.monitorDoc("STATSZ", nil, ""); err == nil {
+				s.sysReply(subj, &ServerStatsMsg{Server: s.sysInfo(), Stats: stats})
+			}
+		}
+		t.Reset(every)
+	}
 }
