@@ -10,9 +10,14 @@ export PATH := $(GOBIN):$(PATH)
 NATSCLI_VERSION     := v0.5.0
 NATSSERVER_VERSION  := v2.15.2
 STATICCHECK_VERSION := v0.8.2
-FUZZTIME            ?= 15s
-# Short CI runs spend their time fuzzing, not minimizing new inputs.
-FUZZMINIMIZE        ?= 2s
+# Fuzz budgets are execution counts, not durations: Go 1.26's fuzz
+# coordinator can report a spurious "context deadline exceeded" failure
+# when a -fuzztime duration runs out (go.dev/issue/75804, fixed in Go
+# 1.27). FUZZSCALE multiplies every budget; at 1 each target runs about
+# 10-15 s on two cores. Minimizing new inputs is bounded the same way.
+FUZZSCALE           ?= 1
+FUZZMINIMIZE        ?= 2000x
+fuzzn = $(shell echo $$(( $(1) * $(FUZZSCALE) )))x
 
 .PHONY: test tools vet lint unit fuzz bench run
 
@@ -39,12 +44,12 @@ unit:
 
 ## fuzz: a short run of every fuzz target, on top of the checked-in corpus
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/protocol
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/config/conf
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/config
-	$(GO) test -run '^$$' -fuzz '^FuzzTransform$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/subject
-	$(GO) test -run '^$$' -fuzz '^FuzzConnect$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/server
-	$(GO) test -run '^$$' -fuzz '^FuzzJWT$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./tenant
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(call fuzzn,800000) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/protocol
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(call fuzzn,600000) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/config/conf
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(call fuzzn,250000) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/config
+	$(GO) test -run '^$$' -fuzz '^FuzzTransform$$' -fuzztime $(call fuzzn,600000) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/subject
+	$(GO) test -run '^$$' -fuzz '^FuzzConnect$$' -fuzztime $(call fuzzn,100000) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/server
+	$(GO) test -run '^$$' -fuzz '^FuzzJWT$$' -fuzztime $(call fuzzn,300000) -fuzzminimizetime $(FUZZMINIMIZE) ./tenant
 
 ## bench: Contrail against nats-server with the same nats bench workloads
 bench:
