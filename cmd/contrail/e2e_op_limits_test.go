@@ -136,3 +136,35 @@ func TestOpJetStreamTieredLimits(t *testing.T) {
 		t.Fatalf("account info tiers: %+v", info.Tiers)
 	}
 }
+
+// TestOpConsumerLimitPerStream: the account JWT's consumer limit bounds
+// each stream's consumers, as nats-server enforces it, so an account
+// that works on nats-server works here: one consumer on each of two
+// streams under a limit of 1, and a second on one stream refused.
+func TestOpConsumerLimitPerStream(t *testing.T) {
+	onBoth(t, func(t *testing.T, ref bool) {
+		w := newOpWorld(t)
+		a := w.account("A", func(ac *jwt.AccountClaims) {
+			ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: 1 << 20, DiskStorage: 1 << 20, Streams: -1, Consumer: 1}
+		})
+		var url string
+		if ref {
+			conf := "operator: " + w.opJWT + "\nsystem_account: " + w.sys.pub + "\nresolver: MEMORY\nresolver_preload: {\n  " +
+				w.sys.pub + ": " + w.sys.sign() + "\n  " + a.pub + ": " + a.sign() + "\n}\njetstream { store_dir: \"" + t.TempDir() + "\" }\n"
+			url = startNatsServer(t, "-c", writeFile(t, t.TempDir(), "ref.conf", conf)).URL
+		} else {
+			url = w.startOpNode(t).URL
+		}
+		creds, _ := a.user("u", nil)
+		tg := jsConnect(t, "A", url, nats.UserCredentials(creds))
+		ctx := ctxT(t)
+		for _, name := range []string{"ONE", "TWO"} {
+			s := createStream(t, tg.js, jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name)}})
+			if _, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+				t.Fatalf("first consumer of %s: %v", name, err)
+			}
+		}
+		_, err := mustStream(t, tg.js, "ONE").CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy})
+		wantJSErr(t, "second consumer of a stream", err, 10026)
+	})
+}

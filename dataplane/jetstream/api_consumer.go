@@ -118,7 +118,7 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 		return consumerErr(typ, api.NewStreamNotFoundError())
 	}
 	scfg := s.config()
-	tierLim, tier, aerr := a.consumerLimits(scfg.Replicas)
+	tierLim, aerr := a.consumerLimits(scfg.Replicas)
 	if aerr != nil {
 		return consumerErr(typ, aerr)
 	}
@@ -166,12 +166,14 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 		}
 		return &api.ConsumerInfoResponse{Response: api.Response{Type: typ}, ConsumerInfo: existing.info()}
 	}
-	if scfg.MaxConsumers > 0 && len(others) >= scfg.MaxConsumers {
-		return consumerErr(typ, api.NewMaxConsumersReachedError())
+	// The account's max_consumers bounds each stream's consumers, as
+	// nats-server enforces it: the stream's own max_consumers or the
+	// account's, whichever is lower.
+	maxc := scfg.MaxConsumers
+	if tierLim != nil && tierLim.MaxConsumers > 0 && (maxc <= 0 || tierLim.MaxConsumers < maxc) {
+		maxc = tierLim.MaxConsumers
 	}
-	// The account's max_consumers counts every consumer of the tier,
-	// ephemerals included, across the account's streams.
-	if tierLim != nil && tierLim.MaxConsumers > 0 && a.countConsumers(tier) >= tierLim.MaxConsumers {
+	if maxc > 0 && len(others) >= maxc {
 		return consumerErr(typ, api.NewMaxConsumersReachedError())
 	}
 	if err := api.CheckWorkQueue(scfg, norm, others); err != nil {

@@ -277,33 +277,19 @@ func (a *jsAccount) countStreams(tier, name string) int {
 	return n
 }
 
-// countConsumers counts the consumers of the account's streams in tier,
-// ephemerals included.
-func (a *jsAccount) countConsumers(tier string) int {
-	n := 0
-	for _, s := range a.sortedStreams() {
-		s.mu.Lock()
-		if inTier(tier, s.mu.cfg.Replicas) {
-			n += len(s.mu.cons)
-		}
-		s.mu.Unlock()
-	}
-	return n
-}
-
 // consumerLimits returns the tier limits that govern consumers of a
 // stream with the given replica count: nil in open mode, 10120 when no
 // tier applies.
-func (a *jsAccount) consumerLimits(replicas int) (*api.AccountLimits, string, *api.Error) {
+func (a *jsAccount) consumerLimits(replicas int) (*api.AccountLimits, *api.Error) {
 	lim := a.limits.Load()
 	if lim == nil {
-		return nil, "", nil
+		return nil, nil
 	}
-	tier, tl, ok := lim.selectTier(replicas)
+	_, tl, ok := lim.selectTier(replicas)
 	if !ok {
-		return nil, "", api.NewNoLimitsError()
+		return nil, api.NewNoLimitsError()
 	}
-	return &tl, tier, nil
+	return &tl, nil
 }
 
 // checkMsgRoomLocked refuses a publish the account has no room for, as

@@ -259,28 +259,38 @@ func TestMaxStreams(t *testing.T) {
 	}
 }
 
-func TestMaxConsumersCountsTheTier(t *testing.T) {
+// TestMaxConsumersPerStream: the account's max_consumers bounds each
+// stream's consumers (ephemerals included), as nats-server enforces the
+// JWT's consumer limit, together with the stream's own max_consumers.
+func TestMaxConsumersPerStream(t *testing.T) {
 	e, _ := bareEngine(t, vfs.NewMem())
 	acc := register(t, e, "A", untiered(func(l *api.AccountLimits) { l.MaxConsumers = 2 }))
 	createStream(t, acc, api.StreamConfig{Name: "S1", Subjects: []string{"a"}})
 	createStream(t, acc, api.StreamConfig{Name: "S2", Subjects: []string{"b"}})
 	wantCode(t, "durable", consumerCode(t, acc, "S1", api.ConsumerConfig{Durable: "D", AckPolicy: api.AckExplicit}), 0)
-	wantCode(t, "ephemeral", consumerCode(t, acc, "S2", api.ConsumerConfig{AckPolicy: api.AckExplicit,
+	wantCode(t, "ephemeral", consumerCode(t, acc, "S1", api.ConsumerConfig{AckPolicy: api.AckExplicit,
 		InactiveThreshold: time.Hour}), 0)
-	wantCode(t, "third consumer", consumerCode(t, acc, "S2", api.ConsumerConfig{Durable: "E", AckPolicy: api.AckExplicit}),
+	wantCode(t, "third consumer of a stream", consumerCode(t, acc, "S1", api.ConsumerConfig{Durable: "E", AckPolicy: api.AckExplicit}),
 		api.CodeMaxConsumersReached)
+	// Another stream has its own allowance.
+	wantCode(t, "other stream", consumerCode(t, acc, "S2", api.ConsumerConfig{Durable: "E", AckPolicy: api.AckExplicit}), 0)
 	// Updating an existing consumer is not a new one.
 	wantCode(t, "update", consumerCode(t, acc, "S1", api.ConsumerConfig{Durable: "D", AckPolicy: api.AckExplicit,
 		Description: "now described"}), 0)
-	// A stream may not promise more consumers than the account allows.
+	// A stream may not promise more consumers than the account allows,
+	// and the lower of the two limits governs.
 	wantCode(t, "stream max_consumers", createCode(t, acc, api.StreamConfig{Name: "S3", MaxConsumers: 3}),
+		api.CodeMaxConsumersReached)
+	createStream(t, acc, api.StreamConfig{Name: "S4", Subjects: []string{"d"}, MaxConsumers: 1})
+	wantCode(t, "first of S4", consumerCode(t, acc, "S4", api.ConsumerConfig{Durable: "A", AckPolicy: api.AckExplicit}), 0)
+	wantCode(t, "second of S4", consumerCode(t, acc, "S4", api.ConsumerConfig{Durable: "B", AckPolicy: api.AckExplicit}),
 		api.CodeMaxConsumersReached)
 	if err := e.UpdateAccount("A", untiered(func(l *api.AccountLimits) { l.MaxConsumers = 3 })); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, "after raising", consumerCode(t, acc, "S2", api.ConsumerConfig{Durable: "E", AckPolicy: api.AckExplicit}), 0)
-	if info := accountInfo(t, acc); info.Consumers != 3 {
-		t.Fatalf("account info counts %d consumers, want 3", info.Consumers)
+	wantCode(t, "after raising", consumerCode(t, acc, "S1", api.ConsumerConfig{Durable: "E", AckPolicy: api.AckExplicit}), 0)
+	if info := accountInfo(t, acc); info.Consumers != 5 {
+		t.Fatalf("account info counts %d consumers, want 5", info.Consumers)
 	}
 }
 
