@@ -39,15 +39,9 @@ type ResponsePermission struct {
 	Expires string
 }
 
-func authorizationField(d *decoder, o *Options, path string, v *conf.Value) {
-	if v.Kind != conf.KindMap {
-		d.typeErr(path, v, "map")
-		return
-	}
-	a := &Authorization{}
-	decodeMap(d, a, path, v.Map, authFields, authUnsupported)
-	o.Authorization = a
-}
+var authorizationField = blockField(authFields, authUnsupported,
+	func() *Authorization { return &Authorization{} },
+	func(o *Options, a *Authorization) { o.Authorization = a })
 
 var authFields = map[string]field[Authorization]{
 	"users": func(d *decoder, a *Authorization, path string, v *conf.Value) {
@@ -84,15 +78,9 @@ var userFields = map[string]field[NkeyUser]{
 
 var userUnsupported = setOf("user", "username", "password", "pass", "account", "allowed_connection_types")
 
-func permissionsField(d *decoder, u *NkeyUser, path string, v *conf.Value) {
-	if v.Kind != conf.KindMap {
-		d.typeErr(path, v, "map")
-		return
-	}
-	p := &Permissions{}
-	decodeMap(d, p, path, v.Map, permFields, nil)
-	u.Permissions = p
-}
+var permissionsField = blockField(permFields, nil,
+	func() *Permissions { return &Permissions{} },
+	func(u *NkeyUser, p *Permissions) { u.Permissions = p })
 
 var permFields = map[string]field[Permissions]{
 	"publish":   subjectPermField(func(p *Permissions) *SubjectPermission { return &p.Publish }),

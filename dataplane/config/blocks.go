@@ -55,15 +55,9 @@ var jetStreamUnsupported = setOf(
 	"max_catchup", "max_ha_assets",
 )
 
-func tlsField(d *decoder, o *Options, path string, v *conf.Value) {
-	if v.Kind != conf.KindMap {
-		d.typeErr(path, v, "map")
-		return
-	}
-	t := &TLSOptions{Timeout: DefaultTLSTimeout}
-	decodeMap(d, t, path, v.Map, tlsFields, tlsUnsupported)
-	o.TLS = t
-}
+var tlsField = blockField(tlsFields, tlsUnsupported,
+	func() *TLSOptions { return &TLSOptions{Timeout: DefaultTLSTimeout} },
+	func(o *Options, t *TLSOptions) { o.TLS = t })
 
 // handshakeFirstField takes nats-server's forms: a boolean, "auto" (TLS
 // first with the default fallback delay), or a fallback duration.

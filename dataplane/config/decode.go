@@ -54,6 +54,20 @@ func decodeMap[T any](d *decoder, dst *T, prefix string, m *conf.Map, fields map
 	}
 }
 
+// blockField decodes a key whose value is a block (a map) into a fresh
+// *B, starting from fresh's defaults, and hands the result to set.
+func blockField[T, B any](fields map[string]field[B], unsupported map[string]bool, fresh func() *B, set func(*T, *B)) field[T] {
+	return func(d *decoder, dst *T, path string, v *conf.Value) {
+		if v.Kind != conf.KindMap {
+			d.typeErr(path, v, "map")
+			return
+		}
+		b := fresh()
+		decodeMap(d, b, path, v.Map, fields, unsupported)
+		set(dst, b)
+	}
+}
+
 func stringField[T any](sel func(*T) *string) field[T] {
 	return func(d *decoder, dst *T, path string, v *conf.Value) {
 		if v.Kind != conf.KindString {
