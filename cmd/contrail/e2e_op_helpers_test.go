@@ -201,3 +201,27 @@ func mustRead(t testing.TB, path string) []byte {
 	}
 	return b
 }
+
+// memResolverConf is the configuration `nsc generate config
+// --mem-resolver` writes for the world: the operator, the system account
+// and every account JWT the resolver serves now, preloaded.
+func (w *opWorld) memResolverConf() string {
+	var conf strings.Builder
+	conf.WriteString("operator: " + w.opJWT + "\nsystem_account: " + w.sys.pub + "\nresolver: MEMORY\nresolver_preload: {\n")
+	w.mu.Lock()
+	for key, token := range w.jwts {
+		conf.WriteString("  " + key + ": " + token + "\n")
+	}
+	w.mu.Unlock()
+	conf.WriteString("}\n")
+	return conf.String()
+}
+
+// startRef starts nats-server as the reference for the world's accounts
+// as they are now (memResolverConf), with JetStream on.
+func (w *opWorld) startRef(t testing.TB) *refServer {
+	t.Helper()
+	dir := t.TempDir()
+	conf := w.memResolverConf() + "jetstream { store_dir: \"" + filepath.Join(dir, "js") + "\" }\n"
+	return startNatsServer(t, "-c", writeFile(t, dir, "ref.conf", conf))
+}

@@ -36,15 +36,7 @@ func startImportServer(t *testing.T, w *opWorld, ref bool) *importServer {
 	t.Helper()
 	var url string
 	if ref {
-		var conf strings.Builder
-		conf.WriteString("operator: " + w.opJWT + "\nsystem_account: " + w.sys.pub + "\nresolver: MEMORY\nresolver_preload: {\n")
-		w.mu.Lock()
-		for key, token := range w.jwts {
-			conf.WriteString("  " + key + ": " + token + "\n")
-		}
-		w.mu.Unlock()
-		conf.WriteString("}\n")
-		url = startNatsServer(t, "-c", writeFile(t, t.TempDir(), "ref.conf", conf.String())).URL
+		url = w.startRef(t).URL
 	} else {
 		url = w.startOpNode(t).URL
 	}

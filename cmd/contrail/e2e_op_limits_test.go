@@ -149,9 +149,7 @@ func TestOpConsumerLimitPerStream(t *testing.T) {
 		})
 		var url string
 		if ref {
-			conf := "operator: " + w.opJWT + "\nsystem_account: " + w.sys.pub + "\nresolver: MEMORY\nresolver_preload: {\n  " +
-				w.sys.pub + ": " + w.sys.sign() + "\n  " + a.pub + ": " + a.sign() + "\n}\njetstream { store_dir: \"" + t.TempDir() + "\" }\n"
-			url = startNatsServer(t, "-c", writeFile(t, t.TempDir(), "ref.conf", conf)).URL
+			url = w.startRef(t).URL
 		} else {
 			url = w.startOpNode(t).URL
 		}

@@ -64,23 +64,15 @@ func TestOpResolverDownAfterRestart(t *testing.T) {
 func TestOpMemoryResolverConfig(t *testing.T) {
 	w := newOpWorld(t)
 	a := w.account("A", func(ac *jwt.AccountClaims) { ac.Limits.JetStreamLimits = jsLimits() })
-	conf := "operator: " + w.opJWT + "\n" +
-		"system_account: " + w.sys.pub + "\n" +
-		"resolver: MEMORY\n" +
-		"resolver_preload: {\n" +
-		"  " + w.sys.pub + ": " + w.sys.sign() + "\n" +
-		"  " + a.pub + ": " + a.sign() + "\n" +
-		"}\n"
 	w.down.Store(true) // the URL resolver plays no part
-	n := startNode(t, nodeOpts{config: conf})
+	n := startNode(t, nodeOpts{config: w.memResolverConf()})
 	creds, _ := a.user("u", nil)
 	tg := jsConnect(t, "A", n.URL, nats.UserCredentials(creds))
 	createStream(t, tg.js, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
 	jsPublish(t, tg.js, "s.1", "x")
 
 	// The same file works for nats-server: the reference reads it alike.
-	ref := startNatsServer(t, "-c", writeFile(t, t.TempDir(), "ref.conf", conf+"jetstream { store_dir: \""+t.TempDir()+"\" }\n"))
-	rc := connectCreds(t, ref.URL, creds)
+	rc := connectCreds(t, w.startRef(t).URL, creds)
 	roundTrip(t, rc)
 }
 
