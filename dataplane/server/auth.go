@@ -67,8 +67,6 @@ var (
 	errNoCredentials = errors.New("no credentials: operator mode needs a user JWT")
 	// errConnLimit: the account is at its connection limit.
 	errConnLimit = errors.New(errTextAccountConns)
-	// errWrongAccount: a claim update's subject names another account.
-	errWrongAccount = errors.New("jwt is for another account than the subject names")
 )
 
 // -ERR texts and close reasons of authentication, as nats-server uses them.
@@ -227,12 +225,13 @@ func (s *Server) loadAccount(ctx context.Context, name string) (*Account, error)
 // UpdateAccountClaims verifies a pushed account JWT and, if the account is
 // loaded, applies it at once: new limits, revoked users cut off. The JWT
 // is stored either way so the node serves it after a restart. It returns
-// the account's public key.
-func (s *Server) UpdateAccountClaims(token string) (string, error) {
+// the account's public key. want, when not empty, is the account the
+// update was addressed to: a JWT about another account is refused.
+func (s *Server) UpdateAccountClaims(token, want string) (string, error) {
 	if s.op == nil {
 		return "", errors.New("not in operator mode")
 	}
-	ac, err := s.op.Trust.VerifyAccount(token, "", time.Now())
+	ac, err := s.op.Trust.VerifyAccount(token, want, time.Now())
 	if err != nil {
 		return "", err
 	}

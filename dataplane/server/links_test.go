@@ -105,7 +105,7 @@ func (a *linkAccount) load() *Account {
 // update pushes the account's current claims to the server.
 func (a *linkAccount) update() {
 	a.w.t.Helper()
-	if _, err := a.w.srv.UpdateAccountClaims(a.sign()); err != nil {
+	if _, err := a.w.srv.UpdateAccountClaims(a.sign(), ""); err != nil {
 		a.w.t.Fatal(err)
 	}
 }

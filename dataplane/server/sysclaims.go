@@ -104,12 +104,9 @@ func (s *Server) startClaimServices() error {
 }
 
 func (s *Server) handleClaimUpdate(want, token, reply string) {
-	acc, err := s.peekAccount(token)
-	if err == nil && want != "" && acc != want {
-		err = errWrongAccount
-	}
-	if err == nil {
-		acc, err = s.UpdateAccountClaims(token)
+	acc, err := s.UpdateAccountClaims(token, want)
+	if acc == "" {
+		acc = want
 	}
 	if err != nil {
 		s.log.Warn("claim update refused", "account", acc, "err", err)
@@ -135,15 +132,6 @@ func (s *Server) handleClaimLookup(account, reply string) {
 		token = ""
 	}
 	s.sys.Publish(reply, "", nil, []byte(token))
-}
-
-// peekAccount reads which account a JWT is about, before verifying it.
-func (s *Server) peekAccount(token string) (string, error) {
-	ac, err := s.op.Trust.VerifyAccount(token, "", time.Now())
-	if err != nil {
-		return "", err
-	}
-	return ac.Subject, nil
 }
 
 // subjClaimsDelete deletes accounts: the payload is a generic JWT the
