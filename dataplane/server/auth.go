@@ -307,19 +307,27 @@ func (s *Server) expireAccount(a *Account, ac *jwt.AccountClaims) {
 	if a.claims.Load() != ac {
 		return
 	}
+	n := s.withdrawAccount(a, errTextAccExpired, reasonAuthExpired)
+	s.log.Info("account jwt expired, its users disconnected", "account", a.name, "clients", n)
+}
+
+// withdrawAccount takes an expired or deleted account out of service: no
+// new clients, every connected one closed with errText, nothing crossing
+// to or from it, JetStream stopped in it. It returns how many clients
+// were closed.
+func (s *Server) withdrawAccount(a *Account, errText, reason string) int {
 	a.cmu.Lock()
 	a.cmu.disabled = true
-	clients := a.clientsLocked()
-	a.cmu.Unlock()
-	s.log.Info("account jwt expired, disconnecting its users", "account", a.name, "clients", len(clients))
-	for _, c := range clients {
-		c.sendErr(errTextAccExpired)
-		c.close(reasonAuthExpired, true)
+	if a.cmu.expiry != nil {
+		a.cmu.expiry.Stop()
 	}
+	a.cmu.Unlock()
+	n := a.DisconnectAll(errText, reason)
 	s.unlinkAccount(a) // nothing crosses to or from it any more
 	if s.hooks != nil {
 		s.hooks.AccountGone(a)
 	}
+	return n
 }
 
 func (a *Account) clientsLocked() []*client {

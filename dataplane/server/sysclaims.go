@@ -216,17 +216,7 @@ func (s *Server) DeleteAccount(name string) error {
 	if a == nil {
 		return nil
 	}
-	a.cmu.Lock()
-	a.cmu.disabled = true
-	if a.cmu.expiry != nil {
-		a.cmu.expiry.Stop()
-	}
-	a.cmu.Unlock()
-	n := a.DisconnectAll(errTextAuthViolation, reasonAccountDeleted)
-	s.unlinkAccount(a) // nothing crosses to or from it any more
+	n := s.withdrawAccount(a, errTextAuthViolation, reasonAccountDeleted)
 	s.log.Info("account deleted", "account", name, "disconnected", n)
-	if s.hooks != nil {
-		s.hooks.AccountGone(a)
-	}
 	return nil
 }
