@@ -293,7 +293,7 @@ func (l *serviceLink) forward(s *sender, subj, reply []byte, hdrLen int, msg []b
 // request reached.
 func (l *serviceLink) noResponders(s *sender, subj, reply []byte) {
 	c := s.from
-	if c == nil || c.acc != l.importer || !c.opts.NoResponders || !c.opts.Headers {
+	if c == nil || c.acc != l.importer || !c.wantsNoResponders() {
 		return
 	}
 	r := l.importer.subs.Match(subj)

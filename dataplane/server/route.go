@@ -37,10 +37,10 @@ func (c *client) route(subj, reply []byte, hdrLen int, msg []byte) {
 	} else {
 		r = c.acc.subs.Match(subj)
 	}
-	if r.Empty() || (len(reply) > 0 && c.opts.NoResponders && c.opts.Headers && !anyInterest(r, subj, 0)) {
+	if tell := len(reply) > 0 && c.wantsNoResponders(); r.Empty() || (tell && !anyInterest(r, subj, 0)) {
 		// Nobody would get it, not even through an import: say so to a
 		// requester that asked to be told.
-		if len(reply) > 0 && c.opts.NoResponders && c.opts.Headers {
+		if tell {
 			c.sendNoResponders(reply)
 		}
 		return
@@ -85,6 +85,10 @@ func otherMember(members []*subscription, c *client) *subscription {
 	}
 	return nil
 }
+
+// wantsNoResponders reports whether the client asked to be told, with a
+// 503 status message, that a request found nobody.
+func (c *client) wantsNoResponders() bool { return c.opts.NoResponders && c.opts.Headers }
 
 // sendNoResponders tells a requester nobody is listening, on its own
 // subscription that matches the reply subject.
