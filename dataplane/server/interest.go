@@ -21,14 +21,20 @@ type interested interface {
 // anyInterest reports whether a message on subj matched as r would reach
 // a subscriber.
 func anyInterest(r *subject.Result[*subscription], subj []byte, depth int) bool {
+	return anySub(r, func(sub *subscription) bool { return sub.reaches(subj, depth) })
+}
+
+// anySub reports whether any subscription of r, plain or queue member,
+// satisfies ok.
+func anySub(r *subject.Result[*subscription], ok func(*subscription) bool) bool {
 	for _, sub := range r.Plain {
-		if sub.reaches(subj, depth) {
+		if ok(sub) {
 			return true
 		}
 	}
 	for _, members := range r.Queues {
 		for _, sub := range members {
-			if sub.reaches(subj, depth) {
+			if ok(sub) {
 				return true
 			}
 		}
@@ -55,20 +61,7 @@ func (l *streamLink) interest(subj []byte, _ int) bool {
 	if local == nil {
 		return false
 	}
-	r := l.importer.subs.MatchOnce(local)
-	for _, sub := range r.Plain {
-		if sub.fwd == nil {
-			return true
-		}
-	}
-	for _, members := range r.Queues {
-		for _, sub := range members {
-			if sub.fwd == nil {
-				return true
-			}
-		}
-	}
-	return false
+	return anySub(l.importer.subs.MatchOnce(local), func(sub *subscription) bool { return sub.fwd == nil })
 }
 
 // interest of a service import: a responder in the exporter on the
@@ -78,20 +71,9 @@ func (l *serviceLink) interest(subj []byte, depth int) bool {
 	if to == nil {
 		return false
 	}
-	r := l.exporter.subs.MatchOnce(to)
-	for _, sub := range r.Plain {
-		if sub.fwd == nil || (!sub.fwd.stream() && sub.reaches(to, depth)) {
-			return true
-		}
-	}
-	for _, members := range r.Queues {
-		for _, sub := range members {
-			if sub.fwd == nil || (!sub.fwd.stream() && sub.reaches(to, depth)) {
-				return true
-			}
-		}
-	}
-	return false
+	return anySub(l.exporter.subs.MatchOnce(to), func(sub *subscription) bool {
+		return sub.fwd == nil || (!sub.fwd.stream() && sub.reaches(to, depth))
+	})
 }
 
 // interest of a response route: a requester is waiting while the route
