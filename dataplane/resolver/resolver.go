@@ -49,7 +49,19 @@ type Resolver struct {
 	// anyone can sign a user JWT with a fresh account key, and a flood of
 	// such CONNECTs must not become a flood of resolver requests.
 	neg map[string]time.Time // guarded by mu
+	// downUntil is when the URL, having failed, is asked again; until
+	// then stored JWTs are served without waiting on it (guarded by mu).
+	downUntil time.Time
 }
+
+// urlRetryAfter is how long a failed URL is left alone. A node starting
+// with the control plane down loads its stored accounts at once instead
+// of waiting out a timeout for each, and CONNECTs do not wait either.
+const urlRetryAfter = 5 * time.Second
+
+// ErrUnavailable is returned for an account with no stored JWT while the
+// URL is failing.
+var ErrUnavailable = errors.New("resolver url unavailable")
 
 // negativeTTL is how long an unknown account is not asked for again;
 // a pushed claim update for it ends that at once.
@@ -124,19 +136,28 @@ func (r *Resolver) Fetch(ctx context.Context, account string) (string, error) {
 	}
 	var urlErr error
 	if r.url != "" {
-		token, err := r.fetchURL(ctx, account)
-		if err == nil {
+		r.mu.Lock()
+		down := time.Now().Before(r.downUntil)
+		r.mu.Unlock()
+		if down {
+			urlErr = fmt.Errorf("account %s: %w", account, ErrUnavailable)
+		} else if token, err := r.fetchURL(ctx, account); err == nil {
 			if serr := r.Store(account, token); serr != nil {
 				r.log.Warn("keeping account jwt locally failed", "account", account, "err", serr)
 			}
 			return token, nil
+		} else {
+			urlErr = err
+			if !errors.Is(err, ErrNotFound) {
+				r.mu.Lock()
+				r.downUntil = time.Now().Add(urlRetryAfter)
+				r.mu.Unlock()
+				r.log.Warn("resolver url failed, serving the stored account jwt meanwhile",
+					"account", account, "err", err, "retry_after", urlRetryAfter)
+			}
 		}
-		urlErr = err
 	}
 	if token, ok := r.stored(account); ok {
-		if urlErr != nil && !errors.Is(urlErr, ErrNotFound) {
-			r.log.Warn("resolver url failed, serving the stored account jwt", "account", account, "err", urlErr)
-		}
 		return token, nil
 	}
 	if urlErr == nil || errors.Is(urlErr, ErrNotFound) {

@@ -160,3 +160,27 @@ func TestPreloadAndMemory(t *testing.T) {
 		t.Fatal("a preload under a non-account key was accepted")
 	}
 }
+
+// TestFailedURLIsLeftAlone: once the URL fails, stored JWTs are served
+// without asking it again until the retry interval passes, so a node
+// whose control plane is down does not wait on it per account.
+func TestFailedURLIsLeftAlone(t *testing.T) {
+	f := newFakeURL(t)
+	r, _ := New(Options{URL: f.URL + "/acc/", Dir: t.TempDir()})
+	keys := []string{accountKey(t), accountKey(t), accountKey(t)}
+	for _, k := range keys {
+		r.Store(k, "jwt-"+k)
+	}
+	f.down.Store(true)
+	for _, k := range keys {
+		if got, err := r.Fetch(context.Background(), k); err != nil || got != "jwt-"+k {
+			t.Fatalf("fetch with the URL down: %q %v", got, err)
+		}
+	}
+	if n := f.hits.Load(); n != 1 {
+		t.Fatalf("%d URL requests while it was failing, want 1", n)
+	}
+	if _, err := r.Fetch(context.Background(), accountKey(t)); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("unstored account with the URL down: %v, want ErrUnavailable", err)
+	}
+}
