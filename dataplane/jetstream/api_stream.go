@@ -489,8 +489,9 @@ func (s *stream) seqForTime(t int64) (uint64, error) {
 
 // lastFor finds the newest message on a subject. For a literal subject of
 // a stream that keeps per-subject summaries (KV buckets do), the summary
-// names the sequence and one point read fetches it; otherwise, or if that
-// message is not committed yet, the subject index is searched.
+// names the sequence and one point read fetches it, if the message there
+// is on the subject; otherwise, or if that message is not committed yet,
+// the subject index is searched.
 func (s *stream) lastFor(filter string) (store.Message, error) {
 	if subject.IsLiteral(filter) {
 		s.mu.Lock()
@@ -500,7 +501,7 @@ func (s *stream) lastFor(filter string) (store.Message, error) {
 		}
 		s.mu.Unlock()
 		if seq > 0 && seq <= s.durable.Load() {
-			if m, err := s.ap.st.LoadMsg(s.id, seq); err == nil {
+			if m, err := s.ap.st.LoadMsgOn(s.id, seq, filter); err == nil {
 				return m, nil
 			}
 		}

@@ -100,13 +100,34 @@ type applier struct {
 	// wroteVisible records that visible() committed part of the current
 	// group without fsync; run goroutine only.
 	wroteVisible bool
-	// states lists streams whose state summary changed in this group; the
-	// summary is written once per group, not once per message.
-	states []*stream // run goroutine only
+	// states holds the state summary of each stream the group changed, as
+	// its latest proposal left it, and slot finds a stream's entry. A
+	// summary is written once per group (and with each partial commit of
+	// it, see visible), not once per message. Run goroutine only.
+	states []pendingState
+	slot   map[*stream]int
 	// committed pairs each of those streams with its last sequence, to
 	// publish as durable once the group commits.
 	committed []streamSeq // run goroutine only
 	done      chan struct{}
+
+	// Lazy sync's clock (syncInterval > 0): now and after default to the
+	// time package; tests set them before the first proposal.
+	now   func() time.Time
+	after func(time.Duration) <-chan time.Time
+	// onCommit, when set (tests only), runs after every commit that
+	// reached the store, on the goroutine that made it, before anything
+	// else is committed: the crash tests take a crash image there.
+	onCommit func()
+}
+
+// pendingState is a stream's state summary waiting for the group's
+// commit; removed marks a stream deleted later in the group, whose
+// summary must not be written.
+type pendingState struct {
+	s       *stream
+	st      store.StreamState
+	removed bool
 }
 
 // commitJob is one applied group on its way to stable storage.
@@ -120,33 +141,57 @@ type commitJob struct {
 	needSync bool
 }
 
-// markDirty queues s's state summary for the group's commit. Called with
-// s.mu held.
+// markDirty records s's current state summary for the group's commit and
+// clears s.mu.dirty. Called with s.mu held, at the end of every proposal
+// that changed the state and before every partial commit (visible), so
+// the recorded summary always matches what the group wrote for s so far.
 func (ap *applier) markDirty(s *stream) {
-	if !s.mu.stateQueued {
-		s.mu.stateQueued = true
-		ap.states = append(ap.states, s)
+	s.mu.dirty = false
+	if i, ok := ap.slot[s]; ok {
+		ap.states[i].st = s.mu.state
+		return
+	}
+	ap.slot[s] = len(ap.states)
+	ap.states = append(ap.states, pendingState{s: s, st: s.mu.state})
+}
+
+// forgetState drops s's pending summary: s was removed in this group, and
+// a summary written after its DeleteStream would bring a record back.
+// Called with s.mu held.
+func (ap *applier) forgetState(s *stream) {
+	if i, ok := ap.slot[s]; ok {
+		ap.states[i].removed = true
 	}
 }
 
-// writeStates adds the queued state summaries to the batch.
-func (ap *applier) writeStates() {
-	for i, s := range ap.states {
-		s.mu.Lock()
-		if !s.mu.removed {
-			ap.batch.PutStreamState(s.id, s.mu.state)
-			ap.committed = append(ap.committed, streamSeq{s, s.mu.state.LastSeq})
+// putStates adds the pending state summaries to the batch.
+func (ap *applier) putStates() {
+	for _, p := range ap.states {
+		if !p.removed {
+			ap.batch.PutStreamState(p.s.id, p.st)
 		}
-		s.mu.dirty, s.mu.stateQueued = false, false
-		s.mu.Unlock()
-		ap.states[i] = nil
+	}
+}
+
+// writeStates adds the pending state summaries to the batch as the group's
+// last writes, notes each stream's last sequence to mark durable once the
+// group commits, and starts the next group's list.
+func (ap *applier) writeStates() {
+	ap.putStates()
+	for i, p := range ap.states {
+		if !p.removed {
+			ap.committed = append(ap.committed, streamSeq{p.s, p.st.LastSeq})
+		}
+		ap.states[i] = pendingState{}
 	}
 	ap.states = ap.states[:0]
+	clear(ap.slot)
 }
 
 func newApplier(e *Engine, st *store.Store, syncInterval time.Duration, max int64) *applier {
 	ap := &applier{e: e, st: st, syncInterval: syncInterval, max: max,
-		work: make(chan struct{}, 1), jobs: make(chan *commitJob), done: make(chan struct{})}
+		work: make(chan struct{}, 1), jobs: make(chan *commitJob), done: make(chan struct{}),
+		slot: map[*stream]int{}, now: time.Now, after: time.After}
 	ap.mu.idle = sync.NewCond(&ap.mu.Mutex)
 	return ap
 }
@@ -253,70 +298,124 @@ func (ap *applier) applyOne(p *proposal) result {
 }
 
 // commitLoop makes each applied group durable, in order: one commit with
-// fsync (or, in lazy mode, without, syncing on the interval), then the
-// durable marks, then the proposals' completions.
+// fsync (or, in lazy mode, without), then the durable marks, then the
+// proposals' completions.
+//
+// Lazy mode (syncInterval > 0) fsyncs at most once per interval, with the
+// commit of a group that arrives after the interval has passed, and
+// otherwise on a timer armed when a commit leaves data unsynced: an
+// acknowledged write is on stable storage within the interval whether or
+// not anything is written after it.
 func (ap *applier) commitLoop() {
-	var lastSync time.Time
-	dirty := false // lazy mode: committed but not yet synced
-	for job := range ap.jobs {
-		err := ap.commitJob(job, &lastSync, &dirty)
-		job.batch.Close()
-		// Release visible() before waking consumers: the apply goroutine
-		// may wait in visible() holding a stream's lock, which waking
-		// that stream's consumers takes.
-		ap.mu.Lock()
-		ap.mu.inflight--
-		if ap.mu.inflight == 0 {
-			ap.mu.idle.Broadcast()
-		}
-		ap.mu.Unlock()
-		if err == nil {
-			for _, c := range job.committed {
-				c.s.markDurable(c.seq)
+	ls := lazySync{}
+	var due <-chan time.Time // armed while committed data waits for its sync
+	for {
+		select {
+		case job, ok := <-ap.jobs:
+			if !ok {
+				if ls.dirty {
+					ap.syncNow(&ls)
+				}
+				return
+			}
+			ap.finish(job, ap.commitJob(job, &ls))
+		case <-due:
+			due = nil
+			if ls.dirty {
+				ap.syncNow(&ls)
 			}
 		}
-		for i, p := range job.group {
-			r := job.results[i]
-			if err != nil && r.err == nil {
-				r = result{err: err}
-			}
-			p.done(p, r)
+		if ls.dirty && due == nil {
+			due = ap.after(max(ap.syncInterval-ap.now().Sub(ls.last), 0))
 		}
-	}
-	if dirty {
-		ap.st.Sync()
 	}
 }
 
-func (ap *applier) commitJob(job *commitJob, lastSync *time.Time, dirty *bool) error {
+// lazySync is commitLoop's record of lazy mode: when it last synced, and
+// whether anything was committed since.
+type lazySync struct {
+	last  time.Time
+	dirty bool
+}
+
+// finish completes a committed (or failed) group: releases visible(),
+// marks the streams durable, and runs the proposals' completions.
+func (ap *applier) finish(job *commitJob, err error) {
+	job.batch.Close()
+	// Release visible() before waking consumers: the apply goroutine
+	// may wait in visible() holding a stream's lock, which waking
+	// that stream's consumers takes.
+	ap.mu.Lock()
+	ap.mu.inflight--
+	if ap.mu.inflight == 0 {
+		ap.mu.idle.Broadcast()
+	}
+	ap.mu.Unlock()
+	if err == nil {
+		for _, c := range job.committed {
+			c.s.markDurable(c.seq)
+		}
+	}
+	for i, p := range job.group {
+		r := job.results[i]
+		if err != nil && r.err == nil {
+			r = result{err: err}
+		}
+		p.done(p, r)
+	}
+}
+
+func (ap *applier) commitJob(job *commitJob, ls *lazySync) error {
 	if err := ap.failed(); err != nil {
 		return api.NewStreamStoreFailedError(err)
 	}
 	lazy := ap.syncInterval > 0
-	sync := !lazy || time.Since(*lastSync) >= ap.syncInterval
+	sync := !lazy || ap.now().Sub(ls.last) >= ap.syncInterval
 	var err error
 	switch {
 	case job.batch.Count() > 0:
 		err = job.batch.Commit(sync)
-	case sync && (job.needSync || *dirty):
+	case sync && (job.needSync || ls.dirty):
 		err = ap.st.Sync()
 	}
 	if err != nil {
-		ap.mu.Lock()
-		if ap.mu.fail == nil {
-			ap.mu.fail = err
-		}
-		ap.mu.Unlock()
-		ap.e.log.Error("jetstream store commit failed; refusing further writes", "err", err)
-		return api.NewStreamStoreFailedError(err)
+		return ap.fail(err)
+	}
+	if ap.onCommit != nil {
+		ap.onCommit()
 	}
 	if sync {
-		*dirty = false
-		*lastSync = time.Now()
+		ls.dirty, ls.last = false, ap.now()
 	} else {
-		*dirty = *dirty || job.batch.Count() > 0 || job.needSync
+		ls.dirty = ls.dirty || job.batch.Count() > 0 || job.needSync
 	}
 	return nil
+}
+
+// syncNow is lazy mode's timed fsync. A failure stops the applier like a
+// failed commit: later proposals are refused.
+func (ap *applier) syncNow(ls *lazySync) {
+	if ap.failed() != nil {
+		return
+	}
+	if err := ap.st.Sync(); err != nil {
+		ap.fail(err)
+		ls.dirty = false // nothing more can be made durable
+		return
+	}
+	ls.dirty, ls.last = false, ap.now()
+}
+
+// fail records the first commit failure, after which the applier refuses
+// all work, and returns the error proposals get for it.
+func (ap *applier) fail(err error) error {
+	ap.mu.Lock()
+	if ap.mu.fail == nil {
+		ap.mu.fail = err
+	}
+	ap.mu.Unlock()
+	ap.e.log.Error("jetstream store commit failed; refusing further writes", "err", err)
+	return api.NewStreamStoreFailedError(err)
 }
 
 type streamSeq struct {
@@ -329,8 +428,21 @@ type streamSeq struct {
 // subject's next message) must see what earlier steps wrote. It waits for
 // the groups ahead of this one to commit (so writes stay in order), then
 // commits this group so far without fsync; the group's final commit syncs
-// it all, because the WAL is sequential.
-func (ap *applier) visible() error {
+// it all, because the WAL is sequential. s is the stream being applied to
+// (its lock held).
+//
+// Invariant: every commit is self-consistent. A partial commit carries the
+// state summary of every stream the group has changed so far, as it stands
+// at that point, because a crash can keep it (a kill -9 keeps whatever was
+// written; a later fsync of anything makes it durable) without the rest of
+// the group. So callers reach visible only where a stream's state in
+// memory matches what its writes in the batch imply: between removals,
+// after a write's counters are updated, never halfway through one (see
+// removeLocked). What such a commit may hold is a proposal applied only in
+// part (a message stored, its evictions not yet): it was never
+// acknowledged, its summary counts what is there, and limits catch up on
+// the stream's next write.
+func (ap *applier) visible(s *stream) error {
 	ap.mu.Lock()
 	for ap.mu.inflight > 0 {
 		ap.mu.idle.Wait()
@@ -343,13 +455,16 @@ func (ap *applier) visible() error {
 	if ap.batch.Count() == 0 {
 		return nil
 	}
+	if s.mu.dirty {
+		ap.markDirty(s)
+	}
+	ap.putStates()
 	if err := ap.batch.Commit(false); err != nil {
-		ap.mu.Lock()
-		if ap.mu.fail == nil {
-			ap.mu.fail = err
-		}
-		ap.mu.Unlock()
+		ap.fail(err)
 		return fmt.Errorf("jetstream: store: %w", err)
+	}
+	if ap.onCommit != nil {
+		ap.onCommit()
 	}
 	ap.wroteVisible = true
 	return nil

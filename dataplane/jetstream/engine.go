@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -138,8 +139,9 @@ func New(opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// recover loads the streams of one store: metadata and state summaries
-// only, never the messages, so start-up stays fast however much is stored.
+// recover loads the streams of one store: metadata and state summaries,
+// and of the messages only each stream's newest, so start-up stays fast
+// however much is stored.
 func (e *Engine) recover(ap *applier) error {
 	now := e.opts.Now()
 	return ap.st.Streams(func(info store.StreamInfo) error {
@@ -151,16 +153,16 @@ func (e *Engine) recover(ap *applier) error {
 		s.ledger = e.ledgerFor(rec.Account)
 		s.mu.state = info.State
 		s.mu.detached = true
+		if err := s.recoverState(); err != nil {
+			return err
+		}
 		s.commitLocked(+1)
-		ap.used.Add(int64(info.State.Bytes))
+		ap.used.Add(int64(s.mu.state.Bytes))
 		if err := s.loadDedup(now); err != nil {
 			return err
 		}
-		s.durable.Store(info.State.LastSeq)
+		s.durable.Store(s.mu.state.LastSeq)
 		if err := s.loadConsumers(); err != nil {
-			return err
-		}
-		if err := s.loadLastMsgID(); err != nil {
 			return err
 		}
 		if err := s.loadNextTTL(); err != nil {
@@ -173,6 +175,72 @@ func (e *Engine) recover(ap *applier) error {
 		e.mu.Unlock()
 		return nil
 	})
+}
+
+// recoverState checks the stream's state summary against its newest
+// message at start-up, and restores the Nats-Msg-Id of the last message
+// (what Nats-Expected-Last-Msg-Id is checked against: "" when the last
+// message had none or is gone, as nats-server recovers it).
+//
+// Every commit carries the summaries it implies (see applier.visible), so
+// the check finds nothing to repair; it costs the one reverse seek that
+// reading the last message costs anyway. A summary found behind its
+// messages (a message above LastSeq, messages where it counts none, or
+// none where it counts some: a store written before that invariant, or a
+// bug) is rebuilt from the messages and written back, because the next
+// publish would otherwise take a sequence already in use.
+func (s *stream) recoverState() error {
+	st := s.mu.state
+	newest, err := s.ap.st.NewestMsg(s.id)
+	found := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("jetstream: stream %q newest message: %w", s.mu.cfg.Name, err)
+	}
+	if found && newest.Seq > st.LastSeq || found != (st.Msgs > 0) {
+		if err := s.rebuildState(); err != nil {
+			return err
+		}
+	}
+	if found && newest.Seq == s.mu.state.LastSeq {
+		s.mu.lastMsgID = string(headerValue(newest.Header, api.HeaderMsgID))
+	}
+	return nil
+}
+
+// rebuildState recomputes the state summary from the stream's messages
+// and writes it. LastSeq never moves back: sequences above the newest
+// message may have been handed out (and their messages removed since).
+func (s *stream) rebuildState() error {
+	old := s.mu.state
+	var st store.StreamState
+	err := s.ap.st.ScanMsgs(s.id, 0, math.MaxUint64, func(m *store.Message) error {
+		if st.Msgs == 0 {
+			st.FirstSeq, st.FirstTime = m.Seq, m.Time
+		}
+		st.LastSeq, st.LastTime = m.Seq, m.Time
+		st.Msgs++
+		st.Bytes += msgSize(m.Subject, m.Header, m.Data)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("jetstream: stream %q: rebuild state: %w", s.mu.cfg.Name, err)
+	}
+	if old.LastSeq > st.LastSeq {
+		st.LastSeq, st.LastTime = old.LastSeq, old.LastTime
+	}
+	if st.Msgs == 0 {
+		st.FirstSeq, st.FirstTime = st.LastSeq+1, 0
+	}
+	b := s.ap.st.NewBatch()
+	defer b.Close()
+	b.PutStreamState(s.id, st)
+	if err := b.Commit(true); err != nil {
+		return fmt.Errorf("jetstream: stream %q: write rebuilt state: %w", s.mu.cfg.Name, err)
+	}
+	s.e.log.Warn("jetstream: stream state summary did not match its messages; rebuilt from them",
+		"stream", s.mu.cfg.Name, "was", old, "now", st)
+	s.mu.state = st
+	return nil
 }
 
 // Close stops accepting work, lets the appliers finish what was

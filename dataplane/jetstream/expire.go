@@ -82,7 +82,7 @@ func (s *stream) expireLocked(ap *applier) error {
 				delete(s.mu.dedup, id)
 			}
 		}
-		if err := ap.visible(); err != nil {
+		if err := ap.visible(s); err != nil {
 			return err
 		}
 		if _, err := ap.st.ExpireDedup(ap.batch, s.id, cutoff); err != nil {
@@ -97,7 +97,7 @@ func (s *stream) expireLocked(ap *applier) error {
 // published with Nats-TTL "never", and leaves a delete marker where a
 // subject lost its last message and the stream asks for markers.
 func (s *stream) expireAgedLocked(cutoff int64, ap *applier) error {
-	if err := ap.visible(); err != nil {
+	if err := ap.visible(s); err != nil {
 		return err
 	}
 	type victim struct {
@@ -153,7 +153,7 @@ func (s *stream) storeMarkerLocked(subj string, ttl time.Duration, ap *applier) 
 // expireTTLLocked removes messages whose Nats-TTL has passed and finds the
 // next TTL to wait for.
 func (s *stream) expireTTLLocked(now int64, ap *applier) error {
-	if err := ap.visible(); err != nil {
+	if err := ap.visible(s); err != nil {
 		return err
 	}
 	type due struct {
@@ -178,11 +178,11 @@ func (s *stream) expireTTLLocked(now int64, ap *applier) error {
 		if d.seq < s.mu.state.FirstSeq || s.mu.state.Msgs == 0 {
 			continue
 		}
-		if err := ap.visible(); err != nil {
+		if err := ap.visible(s); err != nil {
 			return err
 		}
 		m, err := ap.st.LoadMsg(s.id, d.seq)
-		if err != nil {
+		if err != nil || m.Expires() != d.expires {
 			continue // already removed by a limit, a purge or a delete
 		}
 		if err := s.removeLocked(m.Seq, m.Subject, msgSize(m.Subject, m.Header, m.Data), ap); err != nil {
@@ -196,7 +196,7 @@ func (s *stream) expireTTLLocked(now int64, ap *applier) error {
 			}
 		}
 	}
-	if err := ap.visible(); err != nil {
+	if err := ap.visible(s); err != nil {
 		return err
 	}
 	s.mu.nextTTL = 0

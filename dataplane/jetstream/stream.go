@@ -32,15 +32,14 @@ type stream struct {
 		state store.StreamState // guarded by mu
 		// Invariant: state.Msgs == 0 implies state.FirstSeq == state.LastSeq+1
 		// (or both zero for a stream that never held a message).
-		dedup       map[string]dedupRec      // Nats-Msg-Id → where it went; guarded by mu
-		lastMsgID   string                   // guarded by mu
-		subjects    map[string]*subjectState // nil until first needed; guarded by mu
-		removed     bool                     // guarded by mu
-		dirty       bool                     // state changed since its summary was written; guarded by mu
-		stateQueued bool                     // the applier will write the summary this group; guarded by mu
-		timer       *time.Timer              // expiry timer; guarded by mu
-		timerAt     int64                    // when it fires (unix nanos), 0 if idle; guarded by mu
-		nextTTL     int64                    // earliest per-message TTL expiry, 0 if none; guarded by mu
+		dedup     map[string]dedupRec      // Nats-Msg-Id → where it went; guarded by mu
+		lastMsgID string                   // guarded by mu
+		subjects  map[string]*subjectState // nil until first needed; guarded by mu
+		removed   bool                     // guarded by mu
+		dirty     bool                     // state changed since the applier recorded its summary; guarded by mu
+		timer     *time.Timer              // expiry timer; guarded by mu
+		timerAt   int64                    // when it fires (unix nanos), 0 if idle; guarded by mu
+		nextTTL   int64                    // earliest per-message TTL expiry, 0 if none; guarded by mu
 		// ageNext is the time of the oldest message max_age can remove, 0
 		// when unknown; guarded by mu.
 		ageNext int64
@@ -128,25 +127,6 @@ func (s *stream) loadDedup(now time.Time) error {
 		s.mu.dedup[d.ID] = dedupRec{seq: d.Seq, ts: d.Time}
 		return nil
 	})
-}
-
-// loadLastMsgID restores, at start-up, the Nats-Msg-Id of the last
-// message (what Nats-Expected-Last-Msg-Id is checked against): "" when the
-// last message had none or is gone, as nats-server recovers it.
-func (s *stream) loadLastMsgID() error {
-	st := s.mu.state
-	if st.Msgs == 0 {
-		return nil
-	}
-	m, err := s.ap.st.LoadMsg(s.id, st.LastSeq)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("jetstream: stream %q last message: %w", s.mu.cfg.Name, err)
-	}
-	s.mu.lastMsgID = string(headerValue(m.Header, api.HeaderMsgID))
-	return nil
 }
 
 // loadNextTTL restores, at start-up, when the earliest Nats-TTL is due,

@@ -40,6 +40,7 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		s.mu.dirty = true
 	case propRemove:
 		ap.batch.DeleteStream(s.id)
+		ap.forgetState(s)
 		s.commitLocked(-1)
 		ap.used.Add(-int64(s.mu.state.Bytes))
 		s.mu.removed = true
@@ -334,13 +335,13 @@ func (s *stream) removeSeqLocked(seq uint64, subj string, ap *applier) error {
 	// A committed message can be read as is; a newer one may still be in
 	// a group on its way to disk.
 	if seq > s.durable.Load() {
-		if err := ap.visible(); err != nil {
+		if err := ap.visible(s); err != nil {
 			return err
 		}
 	}
-	m, err := ap.st.LoadMsg(s.id, seq)
+	m, err := ap.st.LoadMsgOn(s.id, seq, subj)
 	if err != nil {
-		return api.NewStreamStoreFailedError(err)
+		return api.NewStreamStoreFailedError(fmt.Errorf("stream %q subject %q: %w", s.mu.cfg.Name, subj, err))
 	}
 	return s.removeMsgLocked(&m, ap)
 }
@@ -348,7 +349,7 @@ func (s *stream) removeSeqLocked(seq uint64, subj string, ap *applier) error {
 // nextMsgLocked reads the first message at or after seq matching filter,
 // seeing every write of the current group.
 func (s *stream) nextMsgLocked(seq uint64, filter string, ap *applier) (store.Message, error) {
-	if err := ap.visible(); err != nil {
+	if err := ap.visible(s); err != nil {
 		return store.Message{}, err
 	}
 	m, err := ap.st.NextMsg(s.id, seq, filter)
@@ -365,62 +366,77 @@ func (s *stream) removeMsgLocked(m *store.Message, ap *applier) error {
 
 // removeLocked deletes message seq (on subj, counting size) and fixes the
 // state: counts, the first sequence and time, and the subject's summary.
+// What that needs from the store (the next message of the stream or of the
+// subject) it reads before changing anything: a read may commit the group
+// so far (visible), and that commit must find the state matching the
+// batch, not halfway through this removal. The reads start after seq, so
+// they do not need its deletion.
 func (s *stream) removeLocked(seq uint64, subj string, size uint64, ap *applier) error {
-	m := &store.Message{Seq: seq, Subject: subj}
-	ap.batch.DeleteMsg(s.id, m.Seq, m.Subject)
+	st := &s.mu.state
+	ss := s.mu.subjects[subj]
+	var subjFirst uint64
+	if ss != nil && ss.first == seq && ss.msgs > 2 {
+		var err error
+		if subjFirst, err = s.nextSubjectSeqLocked(subj, seq, ap); err != nil {
+			return err
+		}
+	}
+	var next store.Message
+	if st.Msgs > 1 && seq == st.FirstSeq {
+		var err error
+		if next, err = s.nextMsgLocked(seq+1, "", ap); err != nil {
+			return err
+		}
+	}
+
+	ap.batch.DeleteMsg(s.id, seq, subj)
 	for _, c := range s.mu.cons {
 		if seq >= c.sseqA.Load() && c.matches(subj) {
 			c.npend.Add(-1)
 		}
 		c.msgRemoved(seq)
 	}
-	st := &s.mu.state
 	size = min(st.Bytes, size)
 	st.Msgs--
 	st.Bytes -= size
 	s.bytesChangedLocked(ap, -int64(size))
 	s.mu.dirty = true
-	if ss := s.mu.subjects[m.Subject]; ss != nil {
+	if ss != nil {
 		ss.msgs--
-		if ss.msgs == 0 {
-			delete(s.mu.subjects, m.Subject)
-		} else if ss.first == m.Seq {
-			if err := s.advanceSubjectFirstLocked(m.Subject, ss, ap); err != nil {
-				return err
-			}
+		switch {
+		case ss.msgs == 0:
+			delete(s.mu.subjects, subj)
+		case ss.first != seq:
+		case ss.msgs == 1:
+			ss.first = ss.last // the one message left is the newest
+		default:
+			ss.first = subjFirst
 		}
 	}
-	if st.Msgs == 0 {
+	switch {
+	case st.Msgs == 0:
 		st.FirstSeq, st.FirstTime = st.LastSeq+1, 0
-		return nil
-	}
-	if m.Seq == st.FirstSeq {
-		next, err := s.nextMsgLocked(m.Seq+1, "", ap)
-		if err != nil {
-			return err
-		}
+	case seq == st.FirstSeq:
 		st.FirstSeq, st.FirstTime = next.Seq, next.Time
 	}
 	return nil
 }
 
-func (s *stream) advanceSubjectFirstLocked(subj string, ss *subjectState, ap *applier) error {
-	if ss.msgs == 1 {
-		ss.first = ss.last // the one message left is the newest
-		return nil
-	}
-	if err := ap.visible(); err != nil {
-		return err
+// nextSubjectSeqLocked finds the sequence of subj's next message after seq.
+func (s *stream) nextSubjectSeqLocked(subj string, seq uint64, ap *applier) (uint64, error) {
+	if err := ap.visible(s); err != nil {
+		return 0, err
 	}
 	errFound := errors.New("found")
-	err := ap.st.SubjectSeqs(s.id, subj, ss.first+1, func(seq uint64) error {
-		ss.first = seq
+	var next uint64
+	err := ap.st.SubjectSeqs(s.id, subj, seq+1, func(seq uint64) error {
+		next = seq
 		return errFound
 	})
 	if err != nil && !errors.Is(err, errFound) {
-		return api.NewStreamStoreFailedError(err)
+		return 0, api.NewStreamStoreFailedError(err)
 	}
-	return nil
+	return next, nil
 }
 
 // subjectsLocked returns the per-subject summaries, building them from the
@@ -429,7 +445,7 @@ func (s *stream) subjectsLocked(ap *applier) (map[string]*subjectState, error) {
 	if s.mu.subjects != nil {
 		return s.mu.subjects, nil
 	}
-	if err := ap.visible(); err != nil {
+	if err := ap.visible(s); err != nil {
 		return nil, err
 	}
 	subs := map[string]*subjectState{}
@@ -496,7 +512,7 @@ func (s *stream) deleteMsgLocked(seq uint64, ap *applier) result {
 	if st.Msgs == 0 || seq < st.FirstSeq || seq > st.LastSeq {
 		return result{err: api.NewSequenceNotFoundError(seq)}
 	}
-	if err := ap.visible(); err != nil {
+	if err := ap.visible(s); err != nil {
 		return result{err: err}
 	}
 	m, err := ap.st.LoadMsg(s.id, seq)
@@ -579,7 +595,7 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 // the subject, to the stream's new first sequence; for one seeing only
 // within the subject, to the subject's first message left.
 func (s *stream) purgedConsumersLocked(subj string, ap *applier) error {
-	if err := ap.visible(); err != nil {
+	if err := ap.visible(s); err != nil {
 		return err
 	}
 	st := &s.mu.state
@@ -621,7 +637,7 @@ func (s *stream) purgedConsumersLocked(subj string, ap *applier) error {
 
 // purgeVictimsLocked lists the messages a filtered purge removes.
 func (s *stream) purgeVictimsLocked(req api.StreamPurgeRequest, ap *applier) ([]store.Message, error) {
-	if err := ap.visible(); err != nil {
+	if err := ap.visible(s); err != nil {
 		return nil, err
 	}
 	st := s.mu.state
@@ -664,7 +680,7 @@ func (s *stream) removeAckedLocked(seqs []uint64, ap *applier) error {
 		// decide, so it waits (see stream.hold).
 		return nil
 	}
-	if err := ap.visible(); err != nil {
+	if err := ap.visible(s); err != nil {
 		return err
 	}
 	for _, seq := range seqs {
@@ -703,7 +719,7 @@ func (s *stream) dropUninterestedLocked(from uint64, ap *applier) error {
 	if len(s.mu.cons) == 0 {
 		return s.purgeLocked(api.StreamPurgeRequest{}, 0, ap).err
 	}
-	if err := ap.visible(); err != nil {
+	if err := ap.visible(s); err != nil {
 		return err
 	}
 	type victim struct {

@@ -11,8 +11,7 @@ import (
 //
 // Threading: a Batch is used by one goroutine at a time. It is reusable
 // after Commit (which empties it) or Reset; Close returns it to its store's
-// pool. A Batch handed to Committer.Submit is copied before Submit returns,
-// so the caller may reset and reuse it at once.
+// pool.
 type Batch struct {
 	s    *Store
 	w    engineBatch
@@ -41,7 +40,10 @@ func (b *Batch) PutStream(m StreamMeta) {
 }
 
 // PutStreamState records a stream's summary. Write it in the same batch as
-// the change it summarises, so a restart never sees one without the other.
+// the change it summarises, so a restart never sees one without the other:
+// every batch that changes a stream's messages and reaches the store, even
+// one committed without sync mid-way through a larger change, carries the
+// summary of what the store holds after it.
 func (b *Batch) PutStreamState(stream uint64, st StreamState) {
 	b.key = catalogKey(b.key[:0], stream, catalogState)
 	b.val = appendState(b.val[:0], &st)

@@ -16,14 +16,17 @@
 //
 // Durability: Batch.Commit(true) returns after the batch is fsynced;
 // Commit(false) batches become durable at the next Store.Sync or synced
-// commit. The Committer gathers batches from many goroutines into one group,
-// commits it with one fsync, and only then reports each batch durable; if
-// the sync fails every caller in the group gets the error. A Pebble store that has seen a
-// failed sync is poisoned: every later call fails with ErrFailed, and the
-// node must reopen it (recovery from the WAL is the only trustworthy path
-// after an fsync error).
+// commit, in commit order (the WAL is sequential), and a crash keeps some
+// prefix of them, each batch entirely or not at all. Group commit (many
+// changes, one fsync, then every acknowledgement) is the state machine's:
+// its apply path builds one batch per group (jetstream/applier.go), so
+// there is one such mechanism, with the state machine's ordering. A Pebble
+// store that has seen a failed sync is poisoned: every later call fails
+// with ErrFailed, and the node must reopen it (recovery from the WAL is
+// the only trustworthy path after an fsync error).
 //
-// Reads see committed batches only. Work handed to a Committer becomes
-// visible when its group commits, so a state machine that runs ahead of the
-// store must overlay its own pending writes.
+// Reads see committed batches only, so a state machine that must read its
+// own pending writes commits them first (without sync); since a crash can
+// keep such a commit, each must be self-consistent on its own (state
+// summaries included, see PutStreamState).
 package store

@@ -27,9 +27,6 @@ type engineBatch interface {
 	set(k, v []byte)
 	del(k []byte)
 	delRange(start, end []byte)
-	// merge appends a copy of other's writes; other is unchanged and must
-	// come from the same engine.
-	merge(other engineBatch)
 	// commit applies the batch atomically, fsynced first when sync is set.
 	// After a failed commit the batch must not be reused.
 	commit(sync bool) error

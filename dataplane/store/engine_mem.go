@@ -137,12 +137,6 @@ func (m *memBatch) count() int                 { return m.n }
 func (m *memBatch) reset()                     { m.repr, m.n = m.repr[:0], 0 }
 func (m *memBatch) release()                   { m.repr, m.n = nil, 0 }
 
-func (m *memBatch) merge(o engineBatch) {
-	ob := o.(*memBatch)
-	m.repr = append(m.repr, ob.repr...)
-	m.n += ob.n
-}
-
 func (m *memBatch) commit(bool) error {
 	if len(m.repr) > 0 {
 		// The tree keeps slices of the copy, so the batch's buffer stays

@@ -231,7 +231,6 @@ type pebbleBatch struct {
 func (p *pebbleBatch) set(k, v []byte)            { _ = p.b.Set(k, v, nil) }
 func (p *pebbleBatch) del(k []byte)               { _ = p.b.Delete(k, nil) }
 func (p *pebbleBatch) delRange(start, end []byte) { _ = p.b.DeleteRange(start, end, nil) }
-func (p *pebbleBatch) merge(o engineBatch)        { _ = p.b.Apply(o.(*pebbleBatch).b, nil) }
 func (p *pebbleBatch) size() int                  { return p.b.Len() }
 func (p *pebbleBatch) count() int                 { return int(p.b.Count()) }
 func (p *pebbleBatch) reset()                     { p.b.Reset() }

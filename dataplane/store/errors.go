@@ -17,7 +17,7 @@ var (
 	// caller can stop serving the stream rather than deliver garbage.
 	ErrCorrupt = errors.New("corrupt record")
 
-	// ErrClosed reports a call on a Store or Committer after Close.
+	// ErrClosed reports a call on a Store after Close.
 	ErrClosed = errors.New("closed")
 
 	// ErrFailed reports that the engine hit an I/O error it cannot recover

@@ -49,6 +49,34 @@ func (s *Store) loadMsg(stream, seq uint64) (Message, error) {
 	return m, nil
 }
 
+// LoadMsgOn returns the message at seq if its subject is subj, and
+// ErrNotFound otherwise. It is the one check for every read that takes a
+// sequence from a subject index (this store's, or a summary of it such as
+// a stream's last sequence per subject) and loads by sequence: the
+// sequence names subj's message only while that message is there. The
+// sequence may since hold nothing, or, were a sequence ever reused (a
+// state summary behind the messages after a crash), another subject's
+// message; either reads as not found, never as another subject's data.
+func (s *Store) LoadMsgOn(stream, seq uint64, subj string) (Message, error) {
+	if err := s.life.acquire(); err != nil {
+		return Message{}, err
+	}
+	defer s.life.release()
+	m, err := s.loadMsgOn(stream, seq, subj)
+	if errors.Is(err, errKeyNotFound) {
+		return Message{}, notFound("stream %d message %d on %q", stream, seq, subj)
+	}
+	return m, err
+}
+
+func (s *Store) loadMsgOn(stream, seq uint64, subj string) (Message, error) {
+	m, err := s.loadMsg(stream, seq)
+	if err == nil && m.Subject != subj {
+		return Message{}, errKeyNotFound
+	}
+	return m, err
+}
+
 func bytesClone(p []byte) []byte { return append(make([]byte, 0, len(p)), p...) }
 
 // ScanMsgs calls fn for each message with sequence in [first, last), in
@@ -86,6 +114,41 @@ func (s *Store) walkMsgs(stream, first, last uint64, fn func(m *Message, subj []
 		m.Seq = binary.BigEndian.Uint64(k[10:])
 		return fn(&m, subj)
 	})
+}
+
+// NewestMsg returns the stream's message with the highest sequence, in one
+// reverse seek over its message keys, or ErrNotFound when it holds none.
+// Start-up reads it to check a state summary against the messages.
+func (s *Store) NewestMsg(stream uint64) (Message, error) {
+	if err := s.life.acquire(); err != nil {
+		return Message{}, err
+	}
+	defer s.life.release()
+	lo := dataPrefix(make([]byte, 0, 18), stream, kindMsg)
+	hi := dataPrefix(make([]byte, 0, 18), stream, kindMsg+1)
+	var found Message
+	var ok bool
+	err := s.eng.scan(lo, hi, true, func(k, v []byte) (bool, error) {
+		p, err := unseal(k, v)
+		if err != nil {
+			return false, err
+		}
+		var m Message
+		subj, err := decodeMsg(k, p, &m)
+		if err != nil {
+			return false, err
+		}
+		m.Seq = binary.BigEndian.Uint64(k[10:])
+		found, ok = ownMsg(&m, subj), true
+		return false, nil
+	})
+	if err != nil {
+		return Message{}, fmt.Errorf("store: newest message of stream %d: %w", stream, err)
+	}
+	if !ok {
+		return Message{}, notFound("stream %d: no message", stream)
+	}
+	return found, nil
 }
 
 // NextMsg returns the first message with sequence >= start whose subject
@@ -146,7 +209,8 @@ func cloneNonEmpty(b []byte) []byte {
 
 // nextIndexed walks subj's index entries from seq start (forward) or from
 // the last one (reverse) and returns the first whose message exists. Index
-// entries whose message is gone are stale (see PurgeRange) and skipped.
+// entries whose message is gone (see PurgeRange) or not on subj are stale
+// and skipped.
 func (s *Store) nextIndexed(stream uint64, subj string, start uint64, reverse bool) (found Message, ok bool, err error) {
 	lo := subjectKey(nil, stream, subj, start)
 	hi := prefixEnd(subjectPrefix(nil, stream, subj))
@@ -154,14 +218,12 @@ func (s *Store) nextIndexed(stream uint64, subj string, start uint64, reverse bo
 		if _, err := unseal(k, v); err != nil {
 			return false, err
 		}
-		m, err := s.loadMsg(stream, binary.BigEndian.Uint64(k[len(k)-8:]))
+		m, err := s.loadMsgOn(stream, binary.BigEndian.Uint64(k[len(k)-8:]), subj)
 		switch {
 		case errors.Is(err, errKeyNotFound):
 			return true, nil
 		case err != nil:
 			return false, err
-		case m.Subject != subj:
-			return true, nil
 		}
 		found, ok = m, true
 		return false, nil

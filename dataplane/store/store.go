@@ -66,8 +66,9 @@ func (s *Store) NewBatch() *Batch {
 	return &Batch{s: s, w: s.eng.newBatch()}
 }
 
-// Close waits for running calls, then closes the engine. Close the
-// Committer first: its pending work would otherwise fail with ErrClosed.
+// Close waits for running calls, then closes the engine. Stop whatever
+// commits to the store first (the state machine's apply path): its later
+// commits would fail with ErrClosed.
 func (s *Store) Close() error {
 	if err := s.life.close(); err != nil {
 		return err
