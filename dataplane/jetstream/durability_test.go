@@ -3,9 +3,14 @@ package jetstream
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -176,4 +181,342 @@ func dump(t *testing.T, acc *fakeAccount) string {
 		}
 	}
 	return out
+}
+
+// kvWant is what a key of a crash-test stream holds: no message, or the
+// message with data (at seq, once acknowledged). at and expires are the
+// message's time and Nats-TTL expiry (0: none) on the test's clock.
+type kvWant struct {
+	present     bool
+	seq         uint64
+	data        string
+	at, expires int64
+}
+
+// kvClient is one sequential client of one stream in the crash tests, with
+// its model: what every key holds after the acknowledged operations, and
+// what the operation in flight (at most one: the client waits for every
+// reply) changes. After a crash each key must hold one of the two, since
+// the operation in flight may or may not have reached the store.
+type kvClient struct {
+	stream string
+	prefix string // subjects are prefix + key
+	cfg    api.StreamConfig
+	keys   []string
+	// perKey: the model knows each key's message; false for a stream
+	// whose limits drop keys' messages behind the client's back.
+	perKey bool
+
+	mu       sync.Mutex
+	acked    map[string]kvWant
+	inflight map[string]kvWant // nil when nothing is in flight
+	last     kvWant            // the newest acknowledged message
+	lastKey  string
+}
+
+// kvSnap is a kvClient's model at one instant.
+type kvSnap struct {
+	acked, inflight map[string]kvWant
+	last            kvWant
+	lastKey         string
+}
+
+func (c *kvClient) snap() kvSnap {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return kvSnap{acked: maps.Clone(c.acked), inflight: maps.Clone(c.inflight), last: c.last, lastKey: c.lastKey}
+}
+
+// begin records the operation about to be sent; done, that it was
+// acknowledged (seq for a put).
+func (c *kvClient) begin(change map[string]kvWant) {
+	c.mu.Lock()
+	c.inflight = change
+	c.mu.Unlock()
+}
+
+func (c *kvClient) done(seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, w := range c.inflight {
+		if w.present {
+			w.seq = seq
+			c.last, c.lastKey = w, k
+		}
+		c.acked[k] = w
+	}
+	c.inflight = nil
+}
+
+// crashClock is the engine clock of the crash tests, moved only by them.
+type crashClock struct{ ns atomic.Int64 }
+
+func (c *crashClock) now() time.Time { return time.Unix(0, c.ns.Load()) }
+
+// crashImage is the store as a crash right after one commit would leave
+// it, with the clients' models at that moment.
+type crashImage struct {
+	fs    *vfs.MemFS
+	now   int64
+	snaps []kvSnap
+}
+
+// TestCrashAtEveryCommitPoint runs KV-style workloads (max_msgs_per_subject
+// 1 over several keys with puts, rollups, purges and deletes by key;
+// Nats-TTL and max_age expiry; a max_msgs stream) from concurrent clients
+// and takes a crash image after every commit the apply path makes,
+// including the partial commits visible() makes mid-group. Each image is
+// everything committed up to that point (the WAL replays a prefix of the
+// commits, so every crash leaves one of these). Reopened, each must have:
+// state summaries equal to what a scan of the messages computes; no
+// sequence reused (the next publish gets a fresh one, above every
+// acknowledged one); every key's acknowledged value (or the value of the
+// operation in flight) as its last-by-subject message, on the right
+// subject, and readable by sequence.
+func TestCrashAtEveryCommitPoint(t *testing.T) {
+	ops := 30
+	if os.Getenv("CONTRAIL_SOAK") != "" {
+		ops = 300
+	}
+	keys := []string{"k0", "k1", "k2", "k3", "k4"}
+	clients := []*kvClient{
+		{stream: "KV1", prefix: "kv1.", keys: keys, perKey: true,
+			cfg: api.StreamConfig{Name: "KV1", Subjects: []string{"kv1.>"}, MaxMsgsPer: 1}},
+		{stream: "KV2", prefix: "kv2.", keys: keys, perKey: true,
+			cfg: api.StreamConfig{Name: "KV2", Subjects: []string{"kv2.>"}, MaxMsgsPer: 1, AllowRollup: true}},
+		{stream: "TTL", prefix: "ttl.", keys: keys, perKey: true,
+			cfg: api.StreamConfig{Name: "TTL", Subjects: []string{"ttl.>"}, MaxMsgsPer: 1, AllowMsgTTL: true, MaxAge: time.Hour}},
+		{stream: "LIM", prefix: "lim.", keys: keys[:3],
+			cfg: api.StreamConfig{Name: "LIM", Subjects: []string{"lim.>"}, MaxMsgs: 4}},
+	}
+	clock := &crashClock{}
+	clock.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	fs := vfs.NewCrashableMem()
+	st, err := store.Open(store.Options{Dir: "js", FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, acc, _ := engineOn(t, st, func(o *Options) { o.Now = clock.now })
+	for _, c := range clients {
+		c.acked = map[string]kvWant{}
+		createStream(t, acc, c.cfg)
+	}
+	var mu sync.Mutex
+	var images []crashImage
+	e.file.onCommit = func() {
+		if err := st.Sync(); err != nil {
+			t.Errorf("sync for a crash image: %v", err)
+			return
+		}
+		img := crashImage{fs: fs.CrashClone(vfs.CrashCloneCfg{}), now: clock.ns.Load()}
+		for _, c := range clients {
+			img.snaps = append(img.snaps, c.snap())
+		}
+		mu.Lock()
+		images = append(images, img)
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Go(func() { runKVClient(t, e, acc, c, clock, newRand(uint64(i+1)), ops) })
+	}
+	wg.Wait()
+	e.file.onCommit = nil
+	if t.Failed() {
+		return
+	}
+	t.Logf("%d crash images", len(images))
+	for i, img := range images {
+		checkCrashImage(t, fmt.Sprintf("image %d", i), img, clients)
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+// runKVClient runs one client's random operations, each acknowledged
+// before the next.
+func runKVClient(t *testing.T, e *Engine, acc *fakeAccount, c *kvClient, clock *crashClock, rng *rand.Rand, ops int) {
+	for i := range ops {
+		key := c.keys[rng.IntN(len(c.keys))]
+		subj := c.prefix + key
+		data := fmt.Sprintf("%s-%d", subj, i)
+		now := clock.ns.Load()
+		put := kvWant{present: true, data: data, at: now}
+		cur := c.snap().acked[key]
+		switch op := rng.IntN(100); {
+		case c.stream == "KV2" && op < 20: // rollup of the subject
+			c.begin(map[string]kvWant{key: put})
+			hdr := appendHeaderBlock(nil, "", api.HeaderRollup, "sub")
+			c.done(mustAck(t, publish(t, acc, subj, hdr, []byte(data))))
+		case c.stream == "KV2" && op < 35: // purge the key
+			c.begin(map[string]kvWant{key: {}})
+			var r api.StreamPurgeResponse
+			acc.apiCall(t, "$JS.API.STREAM.PURGE."+c.stream, api.StreamPurgeRequest{Subject: subj}, &r)
+			if r.Error != nil {
+				t.Errorf("purge %s: %v", subj, r.Error)
+				return
+			}
+			c.done(0)
+		case c.stream == "KV2" && op < 50 && cur.present: // delete its message
+			c.begin(map[string]kvWant{key: {}})
+			var r api.SuccessResponse
+			acc.apiCall(t, "$JS.API.STREAM.MSG.DELETE."+c.stream, api.MsgDeleteRequest{Seq: cur.seq}, &r)
+			if r.Error != nil {
+				t.Errorf("delete %s seq %d: %v", subj, cur.seq, r.Error)
+				return
+			}
+			c.done(0)
+		case c.stream == "TTL" && op < 30: // time passes; what is due expires
+			step := int64(61 * time.Second)
+			if op < 8 {
+				step = int64(time.Hour)
+			}
+			now += step
+			change := map[string]kvWant{}
+			for k, w := range c.snap().acked {
+				if w.present && (w.expires != 0 && w.expires <= now || w.at <= now-int64(c.cfg.MaxAge)) {
+					change[k] = kvWant{}
+				}
+			}
+			c.begin(change)
+			clock.ns.Store(now)
+			s := e.lookupStream(acc.Name(), c.stream)
+			if r := s.ap.apply(&proposal{s: s, kind: propExpire}); r.err != nil {
+				t.Errorf("expire: %v", r.err)
+				return
+			}
+			c.done(0)
+		case c.stream == "TTL" && op < 60: // a put with a Nats-TTL
+			put.expires = now + int64(time.Minute)
+			c.begin(map[string]kvWant{key: put})
+			hdr := appendHeaderBlock(nil, "", api.HeaderTTL, "60s")
+			c.done(mustAck(t, publish(t, acc, subj, hdr, []byte(data))))
+		default:
+			c.begin(map[string]kvWant{key: put})
+			c.done(mustAck(t, publish(t, acc, subj, nil, []byte(data))))
+		}
+	}
+}
+
+func mustAck(t *testing.T, ack api.PubAckResponse) uint64 {
+	if ack.Error != nil {
+		t.Errorf("publish: %v", ack.Error)
+		return 0
+	}
+	return ack.Sequence
+}
+
+// lookupStream finds an attached stream by account and name.
+func (e *Engine) lookupStream(account, name string) *stream {
+	e.mu.Lock()
+	a := e.mu.accounts[account]
+	e.mu.Unlock()
+	return a.lookup(name)
+}
+
+// checkCrashImage reopens one crash image and checks it against the
+// clients' models (see TestCrashAtEveryCommitPoint).
+func checkCrashImage(t *testing.T, what string, img crashImage, clients []*kvClient) {
+	st, err := store.Open(store.Options{Dir: "js", FS: img.fs})
+	if err != nil {
+		t.Fatalf("%s: reopen: %v", what, err)
+	}
+	e, acc, closeAll := engineOn(t, st, func(o *Options) { o.Now = func() time.Time { return time.Unix(0, img.now) } })
+	defer closeAll()
+	for i, c := range clients {
+		snap := img.snaps[i]
+		s := e.lookupStream(acc.Name(), c.stream)
+		if s == nil {
+			t.Fatalf("%s: stream %s lost", what, c.stream)
+		}
+		// The summary is what the messages say.
+		sum := s.snapshotState()
+		var scan store.StreamState
+		var newest uint64
+		err := st.ScanMsgs(s.id, 0, math.MaxUint64, func(m *store.Message) error {
+			if scan.Msgs == 0 {
+				scan.FirstSeq, scan.FirstTime = m.Seq, m.Time
+			}
+			scan.Msgs++
+			scan.Bytes += msgSize(m.Subject, m.Header, m.Data)
+			newest = m.Seq
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: scan %s: %v", what, c.stream, err)
+		}
+		if sum.Msgs != scan.Msgs || sum.Bytes != scan.Bytes || sum.LastSeq < newest ||
+			scan.Msgs > 0 && (sum.FirstSeq != scan.FirstSeq || sum.FirstTime != scan.FirstTime) ||
+			scan.Msgs == 0 && sum.FirstSeq != sum.LastSeq+1 && sum != (store.StreamState{}) {
+			t.Errorf("%s: %s summary %+v, its messages say %+v (newest %d)", what, c.stream, sum, scan, newest)
+		}
+		if snap.last.present && sum.LastSeq < snap.last.seq {
+			t.Errorf("%s: %s last seq %d is behind acknowledged seq %d", what, c.stream, sum.LastSeq, snap.last.seq)
+		}
+		// The newest acknowledged message is there by sequence unless the
+		// operation in flight changes its key (in a KV stream, a put
+		// replaces it), as a newer one cannot push it out of max_msgs.
+		if w := snap.last; w.present && snap.acked[snap.lastKey].seq == w.seq {
+			if _, touched := snap.inflight[snap.lastKey]; !touched || !c.perKey {
+				if m, ok := getMsg(t, acc, c.stream, api.MsgGetRequest{Seq: w.seq}); !ok || m.Subject != c.prefix+snap.lastKey || string(m.Data) != w.data {
+					t.Errorf("%s: %s acknowledged seq %d (%s %q) reads as %+v", what, c.stream, w.seq, snap.lastKey, w.data, m)
+				}
+			}
+		}
+		if c.perKey {
+			for _, k := range c.keys {
+				checkKey(t, what, acc, c, k, snap)
+			}
+		}
+		// The next publish takes a fresh sequence and reads back as its
+		// subject's last message.
+		subj := c.prefix + c.keys[0]
+		ack := publish(t, acc, subj, nil, []byte("fresh"))
+		if ack.Error != nil || ack.Sequence != sum.LastSeq+1 {
+			t.Errorf("%s: %s publish after the crash: %+v, want seq %d", what, c.stream, ack, sum.LastSeq+1)
+		}
+		if m, ok := getMsg(t, acc, c.stream, api.MsgGetRequest{LastFor: subj}); !ok || m.Sequence != ack.Sequence || string(m.Data) != "fresh" || m.Subject != subj {
+			t.Errorf("%s: %s last for %s after a fresh publish: %+v", what, c.stream, subj, m)
+		}
+	}
+}
+
+// checkKey checks one key of a reopened crash image: its last-by-subject
+// message is the acknowledged one or the one in flight, on its subject,
+// and the acknowledged one reads the same by sequence.
+func checkKey(t *testing.T, what string, acc *fakeAccount, c *kvClient, key string, snap kvSnap) {
+	subj := c.prefix + key
+	m, found := getMsg(t, acc, c.stream, api.MsgGetRequest{LastFor: subj})
+	if found && m.Subject != subj {
+		t.Errorf("%s: last for %s is a message on %s: %+v", what, subj, m.Subject, m)
+		return
+	}
+	acked := snap.acked[key]
+	isAcked := found == acked.present && (!found || m.Sequence == acked.seq && string(m.Data) == acked.data)
+	fly, inFlight := snap.inflight[key]
+	isFlight := inFlight && found == fly.present && (!found || string(m.Data) == fly.data && m.Sequence > acked.seq)
+	if !isAcked && !isFlight {
+		t.Errorf("%s: last for %s is %+v (found %v); acknowledged %+v, in flight %+v", what, subj, m, found, acked, fly)
+		return
+	}
+	if isAcked && found {
+		if b, ok := getMsg(t, acc, c.stream, api.MsgGetRequest{Seq: acked.seq}); !ok || b.Subject != subj || string(b.Data) != acked.data {
+			t.Errorf("%s: %s seq %d reads as %+v", what, subj, acked.seq, b)
+		}
+	}
+}
+
+// getMsg is MSG.GET; found is false for "no message found".
+func getMsg(t *testing.T, acc *fakeAccount, stream string, req api.MsgGetRequest) (api.StoredMsg, bool) {
+	var r api.MsgGetResponse
+	acc.apiCall(t, "$JS.API.STREAM.MSG.GET."+stream, req, &r)
+	switch {
+	case r.Error != nil && r.Error.ErrCode == api.CodeNoMessageFound:
+		return api.StoredMsg{}, false
+	case r.Error != nil:
+		t.Errorf("get %s %+v: %v", stream, req, r.Error)
+		return api.StoredMsg{}, false
+	}
+	return *r.Message, true
 }

@@ -118,10 +118,16 @@ func openEngine(t testing.TB, fs vfs.FS) (*Engine, *fakeAccount, func()) {
 	return engineOn(t, st)
 }
 
-func engineOn(t testing.TB, st *store.Store) (*Engine, *fakeAccount, func()) {
+// engineOn starts an engine on st; opts adjust its Options (a clock, a
+// sync interval) before it starts.
+func engineOn(t testing.TB, st *store.Store, opts ...func(*Options)) (*Engine, *fakeAccount, func()) {
 	t.Helper()
 	mem := store.NewMem()
-	e, err := New(Options{Store: st, Memory: mem, ServerVersion: "test", Log: quietLog()})
+	o := Options{Store: st, Memory: mem, ServerVersion: "test", Log: quietLog()}
+	for _, f := range opts {
+		f(&o)
+	}
+	e, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
