@@ -371,9 +371,12 @@ func (ap *applier) commitJob(job *commitJob, ls *lazySync) error {
 	}
 	lazy := ap.syncInterval > 0
 	sync := !lazy || ap.now().Sub(ls.last) >= ap.syncInterval
+	// Commit empties the batch: whether it wrote anything is known only
+	// before.
+	wrote := job.batch.Count() > 0
 	var err error
 	switch {
-	case job.batch.Count() > 0:
+	case wrote:
 		err = job.batch.Commit(sync)
 	case sync && (job.needSync || ls.dirty):
 		err = ap.st.Sync()
@@ -387,7 +390,7 @@ func (ap *applier) commitJob(job *commitJob, ls *lazySync) error {
 	if sync {
 		ls.dirty, ls.last = false, ap.now()
 	} else {
-		ls.dirty = ls.dirty || job.batch.Count() > 0 || job.needSync
+		ls.dirty = ls.dirty || wrote || job.needSync
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -519,4 +520,151 @@ func getMsg(t *testing.T, acc *fakeAccount, stream string, req api.MsgGetRequest
 		return api.StoredMsg{}, false
 	}
 	return *r.Message, true
+}
+
+// walSyncs reports every sync of a WAL file on synced (without blocking),
+// and fails it while failing is set.
+func walSyncs(synced chan<- struct{}, failing *atomic.Bool) errorfs.Injector {
+	return errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if !strings.HasSuffix(op.Path, ".log") {
+			return nil
+		}
+		switch op.Kind {
+		case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
+			select {
+			case synced <- struct{}{}:
+			default:
+			}
+			if failing.Load() {
+				return errorfs.ErrInjected
+			}
+		}
+		return nil
+	})
+}
+
+// lazyClock is an injected clock for lazy sync: its timers fire when the
+// test says so.
+type lazyClock struct {
+	ns    atomic.Int64
+	armed chan time.Duration // each timer's duration, as it is armed
+	fire  chan time.Time     // what every armed timer waits on
+}
+
+func newLazyClock(ap *applier) *lazyClock {
+	c := &lazyClock{armed: make(chan time.Duration, 16), fire: make(chan time.Time)}
+	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	ap.now = func() time.Time { return time.Unix(0, c.ns.Load()) }
+	ap.after = func(d time.Duration) <-chan time.Time {
+		c.armed <- d
+		return c.fire
+	}
+	return c
+}
+
+// within fails the test unless ch delivers before a generous deadline (a
+// guard against a hang, not a wait for time to pass).
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s", what)
+		panic("unreachable")
+	}
+}
+
+// TestLazySyncTimerSyncsIdleStream: with sync_interval, a publish followed
+// by nothing at all is fsynced when the interval ends (a timer), and so
+// survives a crash that keeps only synced data.
+func TestLazySyncTimerSyncsIdleStream(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	synced := make(chan struct{}, 1)
+	var failing atomic.Bool
+	st, err := store.Open(store.Options{Dir: "js", FS: errorfs.Wrap(mem, walSyncs(synced, &failing))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const interval = time.Minute
+	e, acc, _ := engineOn(t, st, func(o *Options) { o.SyncInterval = interval })
+	clock := newLazyClock(e.file)
+	createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s"}})
+	// The create was the first commit: synced at once, nothing armed.
+	select {
+	case <-synced:
+	default:
+	}
+	if ack := publish(t, acc, "s", nil, []byte("idle")); ack.Error != nil {
+		t.Fatal(ack.Error)
+	}
+	if d := within(t, clock.armed, "sync timer armed by an unsynced commit"); d != interval {
+		t.Fatalf("sync timer armed for %v, want %v", d, interval)
+	}
+	select {
+	case <-synced:
+		t.Fatal("the publish was synced before the interval ended")
+	default:
+	}
+	if _, ok := getStoredMsg(t, mem.CrashClone(vfs.CrashCloneCfg{}), 1); ok {
+		t.Fatal("an unsynced publish survived a crash keeping only synced data")
+	}
+	clock.ns.Add(int64(interval))
+	clock.fire <- time.Unix(0, clock.ns.Load())
+	within(t, synced, "fsync when the interval ended")
+	// The sync is done once the applier is ready for the next timer or
+	// job; a publish waits for it.
+	if ack := publish(t, acc, "s", nil, []byte("next")); ack.Error != nil || ack.Sequence != 2 {
+		t.Fatalf("publish after the timed sync: %+v", ack)
+	}
+	if m, ok := getStoredMsg(t, mem.CrashClone(vfs.CrashCloneCfg{}), 1); !ok || string(m.Data) != "idle" {
+		t.Fatalf("after the timed sync and a crash: %+v, %v", m, ok)
+	}
+}
+
+// TestLazySyncTimerFailureRefusesWrites: a failed timed fsync stops the
+// applier like a failed commit: later publishes get an error, never an
+// acknowledgement.
+func TestLazySyncTimerFailureRefusesWrites(t *testing.T) {
+	synced := make(chan struct{}, 1)
+	var failing atomic.Bool
+	st, err := store.Open(store.Options{Dir: "js", FS: errorfs.Wrap(vfs.NewMem(), walSyncs(synced, &failing))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, acc, _ := engineOn(t, st, func(o *Options) { o.SyncInterval = time.Minute })
+	clock := newLazyClock(e.file)
+	createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s"}})
+	if ack := publish(t, acc, "s", nil, []byte("a")); ack.Error != nil {
+		t.Fatal(ack.Error)
+	}
+	within(t, clock.armed, "sync timer")
+	failing.Store(true)
+	clock.fire <- time.Now()
+	for deadline := time.Now().Add(10 * time.Second); e.file.failed() == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("a failed timed sync did not stop the applier")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if ack := publish(t, acc, "s", nil, []byte("b")); ack.Error == nil {
+		t.Fatalf("publish acknowledged after a failed sync: %+v", ack)
+	}
+}
+
+// getStoredMsg opens a copy of a crashed store and reads stream 1's
+// message seq.
+func getStoredMsg(t *testing.T, fs vfs.FS, seq uint64) (store.Message, bool) {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: "js", FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var id uint64
+	if err := st.Streams(func(info store.StreamInfo) error { id = info.ID; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.LoadMsg(id, seq)
+	return m, err == nil
 }
