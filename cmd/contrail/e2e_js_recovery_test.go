@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -364,5 +367,131 @@ func TestJSCrashDuringAsyncPublish(t *testing.T) {
 	// And it takes new writes after the last recovered one.
 	if ack := jsPublish(t, c.js, "crash.after", "after"); ack.Sequence != st.LastSeq+1 {
 		t.Errorf("first publish after recovery got seq %d, want %d", ack.Sequence, st.LastSeq+1)
+	}
+}
+
+// kvAck is the newest acknowledged value of one key.
+type kvAck struct {
+	seq  uint64
+	data string
+}
+
+// TestJSCrashKVLastBySubject is the user's reproduction of a crash that
+// reused sequences: four nats.go clients publish asynchronously to a
+// stream with max_msgs_per_subject 1 over 100 keys, the node is killed -9
+// at a random moment and restarted, a few times over. After every restart
+// each key's last-by-subject message (by DIRECT.GET, as a KV get, and by
+// MSG.GET) is on that key, at or after its newest acknowledged sequence,
+// holding that value or one published later to the same key; the next
+// publish takes a fresh sequence. CONTRAIL_SOAK=1 runs more cycles.
+func TestJSCrashKVLastBySubject(t *testing.T) {
+	t.Parallel()
+	cycles := 3
+	if os.Getenv("CONTRAIL_SOAK") != "" {
+		cycles = 15
+	}
+	const keys, clients = 100, 4
+	n, setup := jsNode(t, nodeOpts{})
+	createStream(t, setup.js, jetstream.StreamConfig{Name: "KV", Subjects: []string{"kv.>"},
+		MaxMsgsPerSubject: 1, AllowDirect: true})
+	acked := map[string]kvAck{} // key → newest acknowledged value, over every cycle
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(10, 2))
+	for cycle := range cycles {
+		var nacked atomic.Int64
+		conns := make([]*nats.Conn, clients)
+		var wg sync.WaitGroup
+		for w := range clients {
+			conns[w] = connect(t, n.URL)
+			js, err := jetstream.New(conns[w],
+				jetstream.WithPublishAsyncMaxPending(256),
+				jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, ack *jetstream.PubAck) {
+					mu.Lock()
+					if cur := acked[m.Subject]; ack.Sequence > cur.seq {
+						acked[m.Subject] = kvAck{ack.Sequence, string(m.Data)}
+					}
+					mu.Unlock()
+					nacked.Add(1)
+				}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				for i := 0; !conns[w].IsClosed(); i++ {
+					key := fmt.Sprintf("kv.%d", (i*7+w*31)%keys)
+					// A stalled window or the dying node: try again until
+					// the connection is gone.
+					_, _ = js.PublishAsync(key, fmt.Appendf(nil, "%s|c%d|w%d|%d", key, cycle, w, i))
+				}
+			})
+		}
+		killAt := int64(200 + rng.IntN(3000))
+		waitFor(t, 60*time.Second, fmt.Sprintf("%d acknowledged publishes", killAt), func() bool { return nacked.Load() >= killAt })
+		n.signal(syscall.SIGKILL)
+		if _, ok := n.wait(stopTimeout); !ok {
+			t.Fatal("node did not die")
+		}
+		for _, nc := range conns {
+			waitFor(t, ioTimeout, "the connection to close", nc.IsClosed)
+		}
+		wg.Wait()
+		t.Logf("cycle %d: killed after %d acknowledgements", cycle, nacked.Load())
+
+		n = startNode(t, nodeOpts{dir: n.Dir})
+		c := jsConnect(t, "contrail", n.URL)
+		s, err := c.js.Stream(ctxT(t), "KV")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		want := maps.Clone(acked)
+		mu.Unlock()
+		bad := 0
+		var maxAcked uint64
+		for key, a := range want {
+			maxAcked = max(maxAcked, a.seq)
+			direct, err := s.GetLastMsgForSubject(ctxT(t), key)
+			if err != nil {
+				t.Errorf("cycle %d: %s (acknowledged %d %q): direct get: %v", cycle, key, a.seq, a.data, err)
+				bad++
+				continue
+			}
+			r := mustAPI(t, c.nc, "$JS.API.STREAM.MSG.GET.KV", fmt.Sprintf(`{"last_by_subj":%q}`, key))
+			var got struct {
+				Message struct {
+					Subject string `json:"subject"`
+					Seq     uint64 `json:"seq"`
+					Data    []byte `json:"data"`
+				} `json:"message"`
+			}
+			if err := json.Unmarshal(r.raw, &got); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range []struct {
+				how, subj string
+				seq       uint64
+				data      []byte
+			}{{"direct get", direct.Subject, direct.Sequence, direct.Data}, {"msg get", got.Message.Subject, got.Message.Seq, got.Message.Data}} {
+				onKey := m.subj == key && strings.HasPrefix(string(m.data), key+"|")
+				if !onKey || m.seq < a.seq || m.seq == a.seq && string(m.data) != a.data {
+					t.Errorf("cycle %d: %s by %s is seq %d on %s %q; acknowledged seq %d %q", cycle, key, m.how, m.seq, m.subj, m.data, a.seq, a.data)
+					bad++
+				}
+			}
+		}
+		if bad > 0 {
+			t.Fatalf("cycle %d: %d of %d key checks wrong", cycle, bad, len(want))
+		}
+		info := streamInfo(t, c.js, "KV").State
+		if info.LastSeq < maxAcked || info.Msgs > keys+1 { // the keys and kv.fresh
+			t.Fatalf("cycle %d: after the crash %+v, newest acknowledged seq %d", cycle, info, maxAcked)
+		}
+		ack := jsPublish(t, c.js, "kv.fresh", "kv.fresh|after")
+		if ack.Sequence != info.LastSeq+1 {
+			t.Fatalf("cycle %d: the publish after the crash took seq %d, want %d", cycle, ack.Sequence, info.LastSeq+1)
+		}
+		mu.Lock()
+		acked["kv.fresh"] = kvAck{ack.Sequence, "kv.fresh|after"}
+		mu.Unlock()
 	}
 }

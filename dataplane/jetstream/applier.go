@@ -1,7 +1,6 @@
 package jetstream
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,18 +62,23 @@ type result struct {
 	err    error // *api.Error for refusals, anything else for I/O failure
 }
 
-// applier is the apply path of one store. One goroutine (run) takes every
-// proposal submitted meanwhile and applies them in submission order, each
-// under its stream's lock, into one batch; a second goroutine (commitLoop)
-// commits each batch with one fsync and only then completes its
-// proposals. While one group is being synced the next one is applied, so
-// publishes share fsyncs and the disk is kept busy, and an acknowledgement
-// never precedes durability.
+// applier is the apply path of one store, and the node's one group-commit
+// mechanism. One goroutine (run) takes every proposal submitted meanwhile
+// and applies them in submission order, each under its stream's lock, into
+// one batch; a second goroutine (commitLoop) commits each batch with one
+// fsync and only then completes its proposals. While one group is being
+// synced the next one is applied, so publishes share fsyncs and the disk
+// is kept busy, and an acknowledgement never precedes durability.
 //
-// Invariant: a proposal's done runs only after everything it wrote was
+// Invariants: a proposal's done runs only after everything it wrote was
 // synced, or with an error; batches commit in the order they were applied;
 // after a failed commit the applier refuses all further work, because
-// memory and disk may then disagree.
+// memory and disk may then disagree. A group is one atomic batch and
+// nothing else is ever committed: apply steps that must read the group's
+// own writes read them through the batch (see visible), and the group's
+// last writes are the state summaries of the streams it changed (see
+// writeStates), so whatever a crash keeps is a prefix of whole groups,
+// each with the summaries that describe it.
 type applier struct {
 	e            *Engine
 	st           *store.Store
@@ -97,13 +101,14 @@ type applier struct {
 	work  chan struct{} // capacity 1: the queue became non-empty
 	jobs  chan *commitJob
 	batch *store.Batch // the group being applied; run goroutine only
-	// wroteVisible records that visible() committed part of the current
-	// group without fsync; run goroutine only.
-	wroteVisible bool
+	// rd is what apply steps read: the store, or once a step of this
+	// group has asked to read its writes (visible), the store through the
+	// group's batch. Run goroutine only.
+	rd *store.Store
 	// states holds the state summary of each stream the group changed, as
 	// its latest proposal left it, and slot finds a stream's entry. A
-	// summary is written once per group (and with each partial commit of
-	// it, see visible), not once per message. Run goroutine only.
+	// summary is written once per group, not once per message. Run
+	// goroutine only.
 	states []pendingState
 	slot   map[*stream]int
 	// committed pairs each of those streams with its last sequence, to
@@ -115,9 +120,8 @@ type applier struct {
 	// time package; tests set them before the first proposal.
 	now   func() time.Time
 	after func(time.Duration) <-chan time.Time
-	// onCommit, when set (tests only), runs after every commit that
-	// reached the store, on the goroutine that made it, before anything
-	// else is committed: the crash tests take a crash image there.
+	// onCommit, when set (tests only), runs after every group's commit,
+	// before the next: the crash tests take a crash image there.
 	onCommit func()
 }
 
@@ -136,15 +140,13 @@ type commitJob struct {
 	group     []*proposal
 	results   []result
 	committed []streamSeq
-	// needSync: visible() wrote part of the group without fsync, so the
-	// group must sync even if its batch is empty.
-	needSync bool
 }
 
 // markDirty records s's current state summary for the group's commit and
-// clears s.mu.dirty. Called with s.mu held, at the end of every proposal
-// that changed the state and before every partial commit (visible), so
-// the recorded summary always matches what the group wrote for s so far.
+// clears s.mu.dirty. Called with s.mu held at the end of every proposal
+// that changed the state, so the recorded summary is the state the
+// stream's last proposal in the group left, which is what the group's
+// writes imply.
 func (ap *applier) markDirty(s *stream) {
 	s.mu.dirty = false
 	if i, ok := ap.slot[s]; ok {
@@ -164,22 +166,13 @@ func (ap *applier) forgetState(s *stream) {
 	}
 }
 
-// putStates adds the pending state summaries to the batch.
-func (ap *applier) putStates() {
-	for _, p := range ap.states {
-		if !p.removed {
-			ap.batch.PutStreamState(p.s.id, p.st)
-		}
-	}
-}
-
 // writeStates adds the pending state summaries to the batch as the group's
 // last writes, notes each stream's last sequence to mark durable once the
 // group commits, and starts the next group's list.
 func (ap *applier) writeStates() {
-	ap.putStates()
 	for i, p := range ap.states {
 		if !p.removed {
+			ap.batch.PutStreamState(p.s.id, p.st)
 			ap.committed = append(ap.committed, streamSeq{p.s, p.st.LastSeq})
 		}
 		ap.states[i] = pendingState{}
@@ -253,7 +246,7 @@ func (ap *applier) run() {
 		ap.commitLoop()
 	}()
 	defer close(ap.done)
-	ap.batch = ap.st.NewBatch()
+	ap.batch, ap.rd = ap.st.NewBatch(), ap.st
 	for {
 		ap.mu.Lock()
 		group := ap.mu.queue
@@ -275,11 +268,11 @@ func (ap *applier) run() {
 			job.results = append(job.results, ap.applyOne(p))
 		}
 		ap.writeStates()
-		job.batch, job.needSync = ap.batch, ap.wroteVisible
+		job.batch = ap.batch
 		job.committed = append([]streamSeq(nil), ap.committed...)
 		clear(ap.committed)
 		ap.committed = ap.committed[:0]
-		ap.batch, ap.wroteVisible = ap.st.NewBatch(), false
+		ap.batch, ap.rd = ap.st.NewBatch(), ap.st
 		ap.mu.Lock()
 		ap.mu.inflight++
 		ap.mu.Unlock()
@@ -378,7 +371,7 @@ func (ap *applier) commitJob(job *commitJob, ls *lazySync) error {
 	switch {
 	case wrote:
 		err = job.batch.Commit(sync)
-	case sync && (job.needSync || ls.dirty):
+	case sync && ls.dirty:
 		err = ap.st.Sync()
 	}
 	if err != nil {
@@ -390,7 +383,7 @@ func (ap *applier) commitJob(job *commitJob, ls *lazySync) error {
 	if sync {
 		ls.dirty, ls.last = false, ap.now()
 	} else {
-		ls.dirty = ls.dirty || wrote || job.needSync
+		ls.dirty = ls.dirty || wrote
 	}
 	return nil
 }
@@ -426,26 +419,14 @@ type streamSeq struct {
 	seq uint64
 }
 
-// visible makes the group's writes so far readable by the store's read
-// methods: an apply step that reads (finding the oldest message to drop, a
-// subject's next message) must see what earlier steps wrote. It waits for
-// the groups ahead of this one to commit (so writes stay in order), then
-// commits this group so far without fsync; the group's final commit syncs
-// it all, because the WAL is sequential. s is the stream being applied to
-// (its lock held).
-//
-// Invariant: every commit is self-consistent. A partial commit carries the
-// state summary of every stream the group has changed so far, as it stands
-// at that point, because a crash can keep it (a kill -9 keeps whatever was
-// written; a later fsync of anything makes it durable) without the rest of
-// the group. So callers reach visible only where a stream's state in
-// memory matches what its writes in the batch imply: between removals,
-// after a write's counters are updated, never halfway through one (see
-// removeLocked). What such a commit may hold is a proposal applied only in
-// part (a message stored, its evictions not yet): it was never
-// acknowledged, its summary counts what is there, and limits catch up on
-// the stream's next write.
-func (ap *applier) visible(s *stream) error {
+// visible makes the group's writes so far readable by the apply step that
+// is about to read (finding the oldest message to drop, a subject's next
+// message): that step must see what earlier steps wrote. It waits for the
+// groups ahead of this one to commit (reads through the batch see the
+// store as committed, plus the batch), then points rd at the store through
+// the group's batch. Nothing is committed: the group stays one atomic
+// batch. A group that never reads keeps the cheaper write-only batch.
+func (ap *applier) visible() error {
 	ap.mu.Lock()
 	for ap.mu.inflight > 0 {
 		ap.mu.idle.Wait()
@@ -455,20 +436,8 @@ func (ap *applier) visible(s *stream) error {
 	if err != nil {
 		return api.NewStreamStoreFailedError(err)
 	}
-	if ap.batch.Count() == 0 {
-		return nil
+	if ap.batch.Count() > 0 {
+		ap.rd = ap.batch.Reader()
 	}
-	if s.mu.dirty {
-		ap.markDirty(s)
-	}
-	ap.putStates()
-	if err := ap.batch.Commit(false); err != nil {
-		ap.fail(err)
-		return fmt.Errorf("jetstream: store: %w", err)
-	}
-	if ap.onCommit != nil {
-		ap.onCommit()
-	}
-	ap.wroteVisible = true
 	return nil
 }

@@ -82,7 +82,7 @@ func (s *stream) expireLocked(ap *applier) error {
 				delete(s.mu.dedup, id)
 			}
 		}
-		if err := ap.visible(s); err != nil {
+		if err := ap.visible(); err != nil {
 			return err
 		}
 		if _, err := ap.st.ExpireDedup(ap.batch, s.id, cutoff); err != nil {
@@ -97,7 +97,7 @@ func (s *stream) expireLocked(ap *applier) error {
 // published with Nats-TTL "never", and leaves a delete marker where a
 // subject lost its last message and the stream asks for markers.
 func (s *stream) expireAgedLocked(cutoff int64, ap *applier) error {
-	if err := ap.visible(s); err != nil {
+	if err := ap.visible(); err != nil {
 		return err
 	}
 	type victim struct {
@@ -108,7 +108,7 @@ func (s *stream) expireAgedLocked(cutoff int64, ap *applier) error {
 	var victims []victim
 	stop := errors.New("stop")
 	s.mu.ageNext = 0
-	err := ap.st.ScanMsgs(s.id, s.mu.state.FirstSeq, s.mu.state.LastSeq+1, func(m *store.Message) error {
+	err := ap.rd.ScanMsgs(s.id, s.mu.state.FirstSeq, s.mu.state.LastSeq+1, func(m *store.Message) error {
 		if m.TTL < 0 {
 			return nil // exempt from max_age
 		}
@@ -153,7 +153,7 @@ func (s *stream) storeMarkerLocked(subj string, ttl time.Duration, ap *applier) 
 // expireTTLLocked removes messages whose Nats-TTL has passed and finds the
 // next TTL to wait for.
 func (s *stream) expireTTLLocked(now int64, ap *applier) error {
-	if err := ap.visible(s); err != nil {
+	if err := ap.visible(); err != nil {
 		return err
 	}
 	type due struct {
@@ -161,7 +161,7 @@ func (s *stream) expireTTLLocked(now int64, ap *applier) error {
 		expires int64
 	}
 	var list []due
-	if err := ap.st.Expiring(s.id, now+1, func(seq uint64, expires int64) error {
+	if err := ap.rd.Expiring(s.id, now+1, func(seq uint64, expires int64) error {
 		list = append(list, due{seq, expires})
 		return nil
 	}); err != nil {
@@ -178,10 +178,10 @@ func (s *stream) expireTTLLocked(now int64, ap *applier) error {
 		if d.seq < s.mu.state.FirstSeq || s.mu.state.Msgs == 0 {
 			continue
 		}
-		if err := ap.visible(s); err != nil {
+		if err := ap.visible(); err != nil {
 			return err
 		}
-		m, err := ap.st.LoadMsg(s.id, d.seq)
+		m, err := ap.rd.LoadMsg(s.id, d.seq)
 		if err != nil || m.Expires() != d.expires {
 			continue // already removed by a limit, a purge or a delete
 		}
@@ -196,12 +196,12 @@ func (s *stream) expireTTLLocked(now int64, ap *applier) error {
 			}
 		}
 	}
-	if err := ap.visible(s); err != nil {
+	if err := ap.visible(); err != nil {
 		return err
 	}
 	s.mu.nextTTL = 0
 	stop := errors.New("stop")
-	err := ap.st.Expiring(s.id, math.MaxInt64, func(_ uint64, expires int64) error {
+	err := ap.rd.Expiring(s.id, math.MaxInt64, func(_ uint64, expires int64) error {
 		s.mu.nextTTL = expires
 		return stop
 	})

@@ -335,11 +335,11 @@ func (s *stream) removeSeqLocked(seq uint64, subj string, ap *applier) error {
 	// A committed message can be read as is; a newer one may still be in
 	// a group on its way to disk.
 	if seq > s.durable.Load() {
-		if err := ap.visible(s); err != nil {
+		if err := ap.visible(); err != nil {
 			return err
 		}
 	}
-	m, err := ap.st.LoadMsgOn(s.id, seq, subj)
+	m, err := ap.rd.LoadMsgOn(s.id, seq, subj)
 	if err != nil {
 		return api.NewStreamStoreFailedError(fmt.Errorf("stream %q subject %q: %w", s.mu.cfg.Name, subj, err))
 	}
@@ -349,10 +349,10 @@ func (s *stream) removeSeqLocked(seq uint64, subj string, ap *applier) error {
 // nextMsgLocked reads the first message at or after seq matching filter,
 // seeing every write of the current group.
 func (s *stream) nextMsgLocked(seq uint64, filter string, ap *applier) (store.Message, error) {
-	if err := ap.visible(s); err != nil {
+	if err := ap.visible(); err != nil {
 		return store.Message{}, err
 	}
-	m, err := ap.st.NextMsg(s.id, seq, filter)
+	m, err := ap.rd.NextMsg(s.id, seq, filter)
 	if err != nil {
 		return m, api.NewStreamStoreFailedError(err)
 	}
@@ -366,77 +366,62 @@ func (s *stream) removeMsgLocked(m *store.Message, ap *applier) error {
 
 // removeLocked deletes message seq (on subj, counting size) and fixes the
 // state: counts, the first sequence and time, and the subject's summary.
-// What that needs from the store (the next message of the stream or of the
-// subject) it reads before changing anything: a read may commit the group
-// so far (visible), and that commit must find the state matching the
-// batch, not halfway through this removal. The reads start after seq, so
-// they do not need its deletion.
 func (s *stream) removeLocked(seq uint64, subj string, size uint64, ap *applier) error {
-	st := &s.mu.state
-	ss := s.mu.subjects[subj]
-	var subjFirst uint64
-	if ss != nil && ss.first == seq && ss.msgs > 2 {
-		var err error
-		if subjFirst, err = s.nextSubjectSeqLocked(subj, seq, ap); err != nil {
-			return err
-		}
-	}
-	var next store.Message
-	if st.Msgs > 1 && seq == st.FirstSeq {
-		var err error
-		if next, err = s.nextMsgLocked(seq+1, "", ap); err != nil {
-			return err
-		}
-	}
-
-	ap.batch.DeleteMsg(s.id, seq, subj)
+	m := &store.Message{Seq: seq, Subject: subj}
+	ap.batch.DeleteMsg(s.id, m.Seq, m.Subject)
 	for _, c := range s.mu.cons {
 		if seq >= c.sseqA.Load() && c.matches(subj) {
 			c.npend.Add(-1)
 		}
 		c.msgRemoved(seq)
 	}
+	st := &s.mu.state
 	size = min(st.Bytes, size)
 	st.Msgs--
 	st.Bytes -= size
 	s.bytesChangedLocked(ap, -int64(size))
 	s.mu.dirty = true
-	if ss != nil {
+	if ss := s.mu.subjects[m.Subject]; ss != nil {
 		ss.msgs--
-		switch {
-		case ss.msgs == 0:
-			delete(s.mu.subjects, subj)
-		case ss.first != seq:
-		case ss.msgs == 1:
-			ss.first = ss.last // the one message left is the newest
-		default:
-			ss.first = subjFirst
+		if ss.msgs == 0 {
+			delete(s.mu.subjects, m.Subject)
+		} else if ss.first == m.Seq {
+			if err := s.advanceSubjectFirstLocked(m.Subject, ss, ap); err != nil {
+				return err
+			}
 		}
 	}
-	switch {
-	case st.Msgs == 0:
+	if st.Msgs == 0 {
 		st.FirstSeq, st.FirstTime = st.LastSeq+1, 0
-	case seq == st.FirstSeq:
+		return nil
+	}
+	if m.Seq == st.FirstSeq {
+		next, err := s.nextMsgLocked(m.Seq+1, "", ap)
+		if err != nil {
+			return err
+		}
 		st.FirstSeq, st.FirstTime = next.Seq, next.Time
 	}
 	return nil
 }
 
-// nextSubjectSeqLocked finds the sequence of subj's next message after seq.
-func (s *stream) nextSubjectSeqLocked(subj string, seq uint64, ap *applier) (uint64, error) {
-	if err := ap.visible(s); err != nil {
-		return 0, err
+func (s *stream) advanceSubjectFirstLocked(subj string, ss *subjectState, ap *applier) error {
+	if ss.msgs == 1 {
+		ss.first = ss.last // the one message left is the newest
+		return nil
+	}
+	if err := ap.visible(); err != nil {
+		return err
 	}
 	errFound := errors.New("found")
-	var next uint64
-	err := ap.st.SubjectSeqs(s.id, subj, seq+1, func(seq uint64) error {
-		next = seq
+	err := ap.rd.SubjectSeqs(s.id, subj, ss.first+1, func(seq uint64) error {
+		ss.first = seq
 		return errFound
 	})
 	if err != nil && !errors.Is(err, errFound) {
-		return 0, api.NewStreamStoreFailedError(err)
+		return api.NewStreamStoreFailedError(err)
 	}
-	return next, nil
+	return nil
 }
 
 // subjectsLocked returns the per-subject summaries, building them from the
@@ -445,11 +430,11 @@ func (s *stream) subjectsLocked(ap *applier) (map[string]*subjectState, error) {
 	if s.mu.subjects != nil {
 		return s.mu.subjects, nil
 	}
-	if err := ap.visible(s); err != nil {
+	if err := ap.visible(); err != nil {
 		return nil, err
 	}
 	subs := map[string]*subjectState{}
-	err := ap.st.SubjectStates(s.id, ">", func(ss store.SubjectState) error {
+	err := ap.rd.SubjectStates(s.id, ">", func(ss store.SubjectState) error {
 		subs[ss.Subject] = &subjectState{msgs: ss.Msgs, first: ss.First, last: ss.Last}
 		return nil
 	})
@@ -512,10 +497,10 @@ func (s *stream) deleteMsgLocked(seq uint64, ap *applier) result {
 	if st.Msgs == 0 || seq < st.FirstSeq || seq > st.LastSeq {
 		return result{err: api.NewSequenceNotFoundError(seq)}
 	}
-	if err := ap.visible(s); err != nil {
+	if err := ap.visible(); err != nil {
 		return result{err: err}
 	}
-	m, err := ap.st.LoadMsg(s.id, seq)
+	m, err := ap.rd.LoadMsg(s.id, seq)
 	if errors.Is(err, store.ErrNotFound) {
 		return result{err: api.NewSequenceNotFoundError(seq)}
 	}
@@ -595,7 +580,7 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 // the subject, to the stream's new first sequence; for one seeing only
 // within the subject, to the subject's first message left.
 func (s *stream) purgedConsumersLocked(subj string, ap *applier) error {
-	if err := ap.visible(s); err != nil {
+	if err := ap.visible(); err != nil {
 		return err
 	}
 	st := &s.mu.state
@@ -621,7 +606,7 @@ func (s *stream) purgedConsumersLocked(subj string, ap *applier) error {
 			case within:
 				if subjFirst == 0 {
 					subjFirst = st.LastSeq + 1
-					if m, err := ap.st.NextMsg(s.id, first, subj); err == nil {
+					if m, err := ap.rd.NextMsg(s.id, first, subj); err == nil {
 						subjFirst = m.Seq
 					}
 				}
@@ -637,7 +622,7 @@ func (s *stream) purgedConsumersLocked(subj string, ap *applier) error {
 
 // purgeVictimsLocked lists the messages a filtered purge removes.
 func (s *stream) purgeVictimsLocked(req api.StreamPurgeRequest, ap *applier) ([]store.Message, error) {
-	if err := ap.visible(s); err != nil {
+	if err := ap.visible(); err != nil {
 		return nil, err
 	}
 	st := s.mu.state
@@ -652,7 +637,7 @@ func (s *stream) purgeVictimsLocked(req api.StreamPurgeRequest, ap *applier) ([]
 		}
 		return nil
 	}
-	if err := ap.st.ScanMsgs(s.id, st.FirstSeq, upTo, collect); err != nil {
+	if err := ap.rd.ScanMsgs(s.id, st.FirstSeq, upTo, collect); err != nil {
 		return nil, api.NewStreamStoreFailedError(err)
 	}
 	if req.Keep > 0 {
@@ -680,11 +665,11 @@ func (s *stream) removeAckedLocked(seqs []uint64, ap *applier) error {
 		// decide, so it waits (see stream.hold).
 		return nil
 	}
-	if err := ap.visible(s); err != nil {
+	if err := ap.visible(); err != nil {
 		return err
 	}
 	for _, seq := range seqs {
-		m, err := ap.st.LoadMsg(s.id, seq)
+		m, err := ap.rd.LoadMsg(s.id, seq)
 		if err != nil {
 			continue // already gone
 		}
@@ -719,7 +704,7 @@ func (s *stream) dropUninterestedLocked(from uint64, ap *applier) error {
 	if len(s.mu.cons) == 0 {
 		return s.purgeLocked(api.StreamPurgeRequest{}, 0, ap).err
 	}
-	if err := ap.visible(s); err != nil {
+	if err := ap.visible(); err != nil {
 		return err
 	}
 	type victim struct {
@@ -728,7 +713,7 @@ func (s *stream) dropUninterestedLocked(from uint64, ap *applier) error {
 		size uint64
 	}
 	var victims []victim
-	err := ap.st.ScanMsgs(s.id, max(from, st.FirstSeq), st.LastSeq+1, func(m *store.Message) error {
+	err := ap.rd.ScanMsgs(s.id, max(from, st.FirstSeq), st.LastSeq+1, func(m *store.Message) error {
 		for _, c := range s.mu.cons {
 			if !c.doneWith(m.Seq, m.Subject) {
 				return nil

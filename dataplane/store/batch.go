@@ -18,6 +18,23 @@ type Batch struct {
 	key  []byte // scratch for the key being written
 	key2 []byte // scratch for a range's end key
 	val  []byte // scratch for the value being written
+	// view is what Reader returned, until the batch is committed or reset.
+	view *Store
+}
+
+// Reader returns a read-only Store that sees the committed store with this
+// batch's writes on top, including writes made after Reader, until the
+// batch is committed or reset. It lets a state machine read its own
+// pending writes and still commit all of them as one atomic batch, so a
+// crash never keeps part of a change. The first call copies the writes so
+// far into an indexed form, and later writes cost more (Pebble indexes
+// them), so a batch that needs no reads should not ask. Use it from the
+// batch's goroutine only; writing methods must not be called on it.
+func (b *Batch) Reader() *Store {
+	if b.view == nil {
+		b.view = newStore(b.w.reader())
+	}
+	return b.view
 }
 
 // set writes payload under key, sealed with its checksum.
@@ -191,18 +208,22 @@ func (b *Batch) Commit(sync bool) error {
 	defer b.s.life.release()
 	n := b.w.count()
 	if err := b.w.commit(sync); err != nil {
+		b.view = nil
 		return fmt.Errorf("store: commit batch of %d writes: %w", n, err)
 	}
-	b.w.reset()
+	b.Reset()
 	return nil
 }
 
 // Reset empties the batch for reuse.
-func (b *Batch) Reset() { b.w.reset() }
+func (b *Batch) Reset() {
+	b.w.reset()
+	b.view = nil
+}
 
 // Close empties the batch and returns it to its store's pool; it must not be
 // used afterwards.
 func (b *Batch) Close() {
-	b.w.reset()
+	b.Reset()
 	b.s.pool.Put(b)
 }

@@ -27,6 +27,11 @@ type engineBatch interface {
 	set(k, v []byte)
 	del(k []byte)
 	delRange(start, end []byte)
+	// reader returns a read-only engine that sees the committed store
+	// with this batch's writes on top, those made after reader too, until
+	// the batch is committed or reset. The first call may cost a copy of
+	// the writes so far; the batch stays usable for writes.
+	reader() engine
 	// commit applies the batch atomically, fsynced first when sync is set.
 	// After a failed commit the batch must not be reused.
 	commit(sync bool) error

@@ -38,15 +38,24 @@ func NewMem() *Store {
 }
 
 func (e *memEngine) get(key []byte, fn func(v []byte) error) error {
-	_, v, ok := e.snap.Load().Get(key)
+	return treeGet(e.snap.Load(), key, fn)
+}
+
+func (e *memEngine) scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	return treeScan(e.snap.Load(), lower, upper, reverse, fn)
+}
+
+type memTree = btreemap.BTreeMap[[]byte, []byte]
+
+func treeGet(t *memTree, key []byte, fn func(v []byte) error) error {
+	_, v, ok := t.Get(key)
 	if !ok {
 		return errKeyNotFound
 	}
 	return fn(v)
 }
 
-func (e *memEngine) scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
-	t := e.snap.Load()
+func treeScan(t *memTree, lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
 	lo, hi := btreemap.GE(lower), btreemap.LT(upper)
 	if upper == nil {
 		hi = btreemap.Max[[]byte]()
@@ -75,7 +84,12 @@ func (e *memEngine) close() error { return nil }
 func (e *memEngine) apply(repr []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	t := e.mu.tree
+	applyOps(e.mu.tree, repr)
+	e.snap.Store(e.mu.tree.Clone())
+}
+
+// applyOps runs encoded writes against t; t keeps slices of repr.
+func applyOps(t *memTree, repr []byte) {
 	for len(repr) > 0 {
 		var op byte
 		var k, v []byte
@@ -96,7 +110,6 @@ func (e *memEngine) apply(repr []byte) {
 			}
 		}
 	}
-	e.snap.Store(t.Clone())
 }
 
 // memBatch encodes writes as op(1) len(k) k len(v) v, so merging batches is
@@ -106,6 +119,9 @@ type memBatch struct {
 	e    *memEngine
 	repr []byte
 	n    int
+	// view, once reader was called, is the published tree with the
+	// batch's writes applied; nil otherwise.
+	view *memTree
 }
 
 const (
@@ -115,11 +131,38 @@ const (
 )
 
 func (m *memBatch) put(op byte, k, v []byte) {
+	start := len(m.repr)
 	m.repr = append(m.repr, op)
 	m.repr = appendBytes(m.repr, k)
 	m.repr = appendBytes(m.repr, v)
 	m.n++
+	if m.view != nil {
+		// A clone per write: a scan running over the view (which may be
+		// what is writing) keeps its version. The view keeps slices of
+		// its own copy, as repr's buffer is reused.
+		m.view = m.view.Clone()
+		applyOps(m.view, bytes.Clone(m.repr[start:]))
+	}
 }
+
+func (m *memBatch) reader() engine {
+	if m.view == nil {
+		m.view = m.e.snap.Load().Clone()
+		applyOps(m.view, bytes.Clone(m.repr))
+	}
+	return memView{m}
+}
+
+// memView reads a memBatch's view.
+type memView struct{ m *memBatch }
+
+func (v memView) get(key []byte, fn func(v []byte) error) error { return treeGet(v.m.view, key, fn) }
+func (v memView) scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	return treeScan(v.m.view, lower, upper, reverse, fn)
+}
+func (memView) newBatch() engineBatch { panic("store: a batch's reader is read-only") }
+func (memView) sync() error           { panic("store: a batch's reader is read-only") }
+func (memView) close() error          { return nil }
 
 func nextOp(r []byte) (op byte, k, v, rest []byte) {
 	op, r = r[0], r[1:]
@@ -134,8 +177,8 @@ func (m *memBatch) del(k []byte)               { m.put(opDel, k, nil) }
 func (m *memBatch) delRange(start, end []byte) { m.put(opDelRange, start, end) }
 func (m *memBatch) size() int                  { return len(m.repr) }
 func (m *memBatch) count() int                 { return m.n }
-func (m *memBatch) reset()                     { m.repr, m.n = m.repr[:0], 0 }
-func (m *memBatch) release()                   { m.repr, m.n = nil, 0 }
+func (m *memBatch) reset()                     { m.repr, m.n, m.view = m.repr[:0], 0, nil }
+func (m *memBatch) release()                   { m.repr, m.n, m.view = nil, 0, nil }
 
 func (m *memBatch) commit(bool) error {
 	if len(m.repr) > 0 {

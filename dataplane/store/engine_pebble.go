@@ -173,6 +173,11 @@ func (e *pebbleEngine) scan(lower, upper []byte, reverse bool, fn func(k, v []by
 	if err != nil {
 		return fmt.Errorf("store: pebble iterator: %w", err)
 	}
+	return iterate(it, reverse, fn)
+}
+
+// iterate runs a scan over it and closes it.
+func iterate(it *pebble.Iterator, reverse bool, fn func(k, v []byte) (bool, error)) error {
 	ok := it.First()
 	if reverse {
 		ok = it.Last()
@@ -222,7 +227,10 @@ func (e *pebbleEngine) close() error {
 	return e.guard(func() error { return errors.Join(e.db.Flush(), e.db.Close()) })
 }
 
-// pebbleBatch is an engineBatch over a *pebble.Batch.
+// pebbleBatch is an engineBatch over a *pebble.Batch. It starts as a
+// plain (write-only) batch, the cheap kind; reader turns it into an
+// indexed one, which Pebble can read through, and commit or reset turns
+// it back.
 type pebbleBatch struct {
 	e *pebbleEngine
 	b *pebble.Batch
@@ -233,8 +241,62 @@ func (p *pebbleBatch) del(k []byte)               { _ = p.b.Delete(k, nil) }
 func (p *pebbleBatch) delRange(start, end []byte) { _ = p.b.DeleteRange(start, end, nil) }
 func (p *pebbleBatch) size() int                  { return p.b.Len() }
 func (p *pebbleBatch) count() int                 { return int(p.b.Count()) }
-func (p *pebbleBatch) reset()                     { p.b.Reset() }
 func (p *pebbleBatch) release()                   { _ = p.b.Close() }
+
+func (p *pebbleBatch) reset() {
+	if p.b.Indexed() {
+		// Indexing costs every later write; a batch that needed reads
+		// once does not keep paying for it.
+		_ = p.b.Close()
+		p.b = p.e.db.NewBatch()
+		return
+	}
+	p.b.Reset()
+}
+
+func (p *pebbleBatch) reader() engine {
+	if !p.b.Indexed() {
+		ib := p.e.db.NewIndexedBatch()
+		_ = ib.Apply(p.b, nil)
+		_ = p.b.Close()
+		p.b = ib
+	}
+	return pebbleView{p}
+}
+
+// pebbleView reads the DB through an indexed batch: the committed data
+// with the batch's writes on top.
+type pebbleView struct{ p *pebbleBatch }
+
+func (v pebbleView) get(key []byte, fn func(v []byte) error) error {
+	if err := v.p.e.failure(); err != nil {
+		return err
+	}
+	val, closer, err := v.p.b.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return errKeyNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("store: pebble get %s through batch: %w", describeKey(key), err)
+	}
+	defer closer.Close()
+	return fn(val)
+}
+
+func (v pebbleView) scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	if err := v.p.e.failure(); err != nil {
+		return err
+	}
+	it, err := v.p.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("store: pebble iterator through batch: %w", err)
+	}
+	return iterate(it, reverse, fn)
+}
+
+func (pebbleView) newBatch() engineBatch { panic("store: a batch's reader is read-only") }
+func (pebbleView) sync() error           { panic("store: a batch's reader is read-only") }
+func (pebbleView) close() error          { return nil }
 
 func (p *pebbleBatch) commit(sync bool) error {
 	wo := pebble.NoSync
