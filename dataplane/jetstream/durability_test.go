@@ -265,10 +265,11 @@ type crashImage struct {
 // TestCrashAtEveryCommitPoint runs KV-style workloads (max_msgs_per_subject
 // 1 over several keys with puts, rollups, purges and deletes by key;
 // Nats-TTL and max_age expiry; a max_msgs stream) from concurrent clients
-// and takes a crash image after every commit the apply path makes,
-// including the partial commits visible() makes mid-group. Each image is
-// everything committed up to that point (the WAL replays a prefix of the
-// commits, so every crash leaves one of these). Reopened, each must have:
+// and takes a crash image after every commit the apply path makes (one
+// per group; groups that read their own writes mid-way are among them).
+// Each image is everything committed up to that point (the WAL replays a
+// prefix of the commits, so every crash leaves one of these). Reopened,
+// each must have:
 // state summaries equal to what a scan of the messages computes; no
 // sequence reused (the next publish gets a fresh one, above every
 // acknowledged one); every key's acknowledged value (or the value of the
@@ -667,4 +668,52 @@ func getStoredMsg(t *testing.T, fs vfs.FS, seq uint64) (store.Message, bool) {
 	}
 	m, err := st.LoadMsg(id, seq)
 	return m, err == nil
+}
+
+// TestRecoveryRepairsStaleSummary: a store whose state summary is behind
+// its messages (as a build that committed part of a group without it could
+// leave after a crash) is repaired at start-up from the messages, so the
+// next publish takes a fresh sequence instead of overwriting another key.
+func TestRecoveryRepairsStaleSummary(t *testing.T) {
+	fs := vfs.NewMem()
+	_, acc, closeAll := openEngine(t, fs)
+	createStream(t, acc, api.StreamConfig{Name: "KV", Subjects: []string{"kv.>"}, MaxMsgsPer: 1})
+	for _, k := range []string{"a", "b", "c"} {
+		mustAck(t, publish(t, acc, "kv."+k, nil, []byte(k)))
+	}
+	closeAll()
+	st, err := store.Open(store.Options{Dir: "js", FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info store.StreamInfo
+	must(t, st.Streams(func(i store.StreamInfo) error { info = i; return nil }))
+	stale := info.State
+	stale.LastSeq, stale.Msgs, stale.Bytes = 1, 1, stale.Bytes/3
+	b := st.NewBatch()
+	b.PutStreamState(info.ID, stale)
+	must(t, b.Commit(true))
+	b.Close()
+
+	_, acc2, _ := engineOn(t, st)
+	var si api.StreamInfoResponse
+	acc2.apiCall(t, "$JS.API.STREAM.INFO.KV", nil, &si)
+	if si.Error != nil || si.State.Msgs != 3 || si.State.LastSeq != 3 || si.State.Bytes != info.State.Bytes {
+		t.Fatalf("after start-up: %+v, want %+v", si.State, info.State)
+	}
+	if ack := publish(t, acc2, "kv.d", nil, []byte("d")); ack.Sequence != 4 {
+		t.Fatalf("next publish: %+v, want seq 4", ack)
+	}
+	for _, k := range []string{"a", "b", "c", "d"} {
+		if m, ok := getMsg(t, acc2, "KV", api.MsgGetRequest{LastFor: "kv." + k}); !ok || string(m.Data) != k {
+			t.Errorf("last for kv.%s: %+v", k, m)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }

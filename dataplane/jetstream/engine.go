@@ -182,13 +182,13 @@ func (e *Engine) recover(ap *applier) error {
 // (what Nats-Expected-Last-Msg-Id is checked against: "" when the last
 // message had none or is gone, as nats-server recovers it).
 //
-// Every commit carries the summaries it implies (see applier.visible), so
-// the check finds nothing to repair; it costs the one reverse seek that
-// reading the last message costs anyway. A summary found behind its
-// messages (a message above LastSeq, messages where it counts none, or
-// none where it counts some: a store written before that invariant, or a
-// bug) is rebuilt from the messages and written back, because the next
-// publish would otherwise take a sequence already in use.
+// Every commit is a whole apply group with the summaries it implies (see
+// applier), so the check finds nothing to repair; it costs the one
+// reverse seek that reading the last message costs anyway. A summary
+// found behind its messages (a message above LastSeq, messages where it
+// counts none, or none where it counts some: a store written before that
+// invariant, or a bug) is rebuilt from the messages and written back,
+// because the next publish would otherwise take a sequence already in use.
 func (s *stream) recoverState() error {
 	st := s.mu.state
 	newest, err := s.ap.st.NewestMsg(s.id)
