@@ -119,7 +119,7 @@ func TestBatchReaderCrashKeepsNothing(t *testing.T) {
 	b.Close()
 	must(t, s.Close())
 	for _, c := range []struct {
-		fs        vfs.FS
+		fs         vfs.FS
 		has4, has1 bool
 	}{{before, false, true}, {after, true, false}} {
 		s2 := mustOpen(t, c.fs)
