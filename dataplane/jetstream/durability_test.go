@@ -318,6 +318,7 @@ func TestCrashAtEveryCommitPoint(t *testing.T) {
 		images = append(images, img)
 		mu.Unlock()
 	}
+	t0 := time.Now()
 	var wg sync.WaitGroup
 	for i, c := range clients {
 		wg.Go(func() { runKVClient(t, e, acc, c, clock, newRand(uint64(i+1)), ops) })
@@ -327,7 +328,7 @@ func TestCrashAtEveryCommitPoint(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	t.Logf("%d crash images", len(images))
+	t.Logf("%d crash images in %v", len(images), time.Since(t0))
 	for i, img := range images {
 		checkCrashImage(t, fmt.Sprintf("image %d", i), img, clients)
 		if t.Failed() {
