@@ -58,9 +58,8 @@ func (b *Batch) PutStream(m StreamMeta) {
 
 // PutStreamState records a stream's summary. Write it in the same batch as
 // the change it summarises, so a restart never sees one without the other:
-// every batch that changes a stream's messages and reaches the store, even
-// one committed without sync mid-way through a larger change, carries the
-// summary of what the store holds after it.
+// every batch that changes a stream's messages carries the summary of what
+// the store holds after it.
 func (b *Batch) PutStreamState(stream uint64, st StreamState) {
 	b.key = catalogKey(b.key[:0], stream, catalogState)
 	b.val = appendState(b.val[:0], &st)

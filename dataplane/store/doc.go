@@ -25,8 +25,8 @@
 // with ErrFailed, and the node must reopen it (recovery from the WAL is
 // the only trustworthy path after an fsync error).
 //
-// Reads see committed batches only, so a state machine that must read its
-// own pending writes commits them first (without sync); since a crash can
-// keep such a commit, each must be self-consistent on its own (state
-// summaries included, see PutStreamState).
+// Reads see committed batches only. A state machine that must read its own
+// pending writes reads through the batch (Batch.Reader) and still commits
+// the whole change as one batch, so a crash never keeps part of it; each
+// batch carries the state summaries that describe it (see PutStreamState).
 package store
