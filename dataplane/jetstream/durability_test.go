@@ -384,7 +384,7 @@ func runKVClient(t *testing.T, e *Engine, acc *fakeAccount, c *kvClient, clock *
 			}
 			c.begin(change)
 			clock.ns.Store(now)
-			s := e.lookupStream(acc.Name(), c.stream)
+			s := attachedStream(e, acc.Name(), c.stream)
 			if r := s.ap.apply(&proposal{s: s, kind: propExpire}); r.err != nil {
 				t.Errorf("expire: %v", r.err)
 				return
@@ -410,8 +410,8 @@ func mustAck(t *testing.T, ack api.PubAckResponse) uint64 {
 	return ack.Sequence
 }
 
-// lookupStream finds an attached stream by account and name.
-func (e *Engine) lookupStream(account, name string) *stream {
+// attachedStream finds an attached stream by account and name.
+func attachedStream(e *Engine, account, name string) *stream {
 	e.mu.Lock()
 	a := e.mu.accounts[account]
 	e.mu.Unlock()
@@ -429,7 +429,7 @@ func checkCrashImage(t *testing.T, what string, img crashImage, clients []*kvCli
 	defer closeAll()
 	for i, c := range clients {
 		snap := img.snaps[i]
-		s := e.lookupStream(acc.Name(), c.stream)
+		s := attachedStream(e, acc.Name(), c.stream)
 		if s == nil {
 			t.Fatalf("%s: stream %s lost", what, c.stream)
 		}
