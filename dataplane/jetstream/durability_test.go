@@ -462,7 +462,7 @@ func checkCrashImage(t *testing.T, what string, img crashImage, clients []*kvCli
 		// replaces it), as a newer one cannot push it out of max_msgs.
 		if w := snap.last; w.present && snap.acked[snap.lastKey].seq == w.seq {
 			if _, touched := snap.inflight[snap.lastKey]; !touched || !c.perKey {
-				if m, ok := getMsg(t, acc, c.stream, api.MsgGetRequest{Seq: w.seq}); !ok || m.Subject != c.prefix+snap.lastKey || string(m.Data) != w.data {
+				if m, ok := apiMsgGet(t, acc, c.stream, api.MsgGetRequest{Seq: w.seq}); !ok || m.Subject != c.prefix+snap.lastKey || string(m.Data) != w.data {
 					t.Errorf("%s: %s acknowledged seq %d (%s %q) reads as %+v", what, c.stream, w.seq, snap.lastKey, w.data, m)
 				}
 			}
@@ -479,7 +479,7 @@ func checkCrashImage(t *testing.T, what string, img crashImage, clients []*kvCli
 		if ack.Error != nil || ack.Sequence != sum.LastSeq+1 {
 			t.Errorf("%s: %s publish after the crash: %+v, want seq %d", what, c.stream, ack, sum.LastSeq+1)
 		}
-		if m, ok := getMsg(t, acc, c.stream, api.MsgGetRequest{LastFor: subj}); !ok || m.Sequence != ack.Sequence || string(m.Data) != "fresh" || m.Subject != subj {
+		if m, ok := apiMsgGet(t, acc, c.stream, api.MsgGetRequest{LastFor: subj}); !ok || m.Sequence != ack.Sequence || string(m.Data) != "fresh" || m.Subject != subj {
 			t.Errorf("%s: %s last for %s after a fresh publish: %+v", what, c.stream, subj, m)
 		}
 	}
@@ -490,7 +490,7 @@ func checkCrashImage(t *testing.T, what string, img crashImage, clients []*kvCli
 // and the acknowledged one reads the same by sequence.
 func checkKey(t *testing.T, what string, acc *fakeAccount, c *kvClient, key string, snap kvSnap) {
 	subj := c.prefix + key
-	m, found := getMsg(t, acc, c.stream, api.MsgGetRequest{LastFor: subj})
+	m, found := apiMsgGet(t, acc, c.stream, api.MsgGetRequest{LastFor: subj})
 	if found && m.Subject != subj {
 		t.Errorf("%s: last for %s is a message on %s: %+v", what, subj, m.Subject, m)
 		return
@@ -504,14 +504,14 @@ func checkKey(t *testing.T, what string, acc *fakeAccount, c *kvClient, key stri
 		return
 	}
 	if isAcked && found {
-		if b, ok := getMsg(t, acc, c.stream, api.MsgGetRequest{Seq: acked.seq}); !ok || b.Subject != subj || string(b.Data) != acked.data {
+		if b, ok := apiMsgGet(t, acc, c.stream, api.MsgGetRequest{Seq: acked.seq}); !ok || b.Subject != subj || string(b.Data) != acked.data {
 			t.Errorf("%s: %s seq %d reads as %+v", what, subj, acked.seq, b)
 		}
 	}
 }
 
-// getMsg is MSG.GET; found is false for "no message found".
-func getMsg(t *testing.T, acc *fakeAccount, stream string, req api.MsgGetRequest) (api.StoredMsg, bool) {
+// apiMsgGet is MSG.GET; found is false for "no message found".
+func apiMsgGet(t *testing.T, acc *fakeAccount, stream string, req api.MsgGetRequest) (api.StoredMsg, bool) {
 	var r api.MsgGetResponse
 	acc.apiCall(t, "$JS.API.STREAM.MSG.GET."+stream, req, &r)
 	switch {
@@ -688,12 +688,12 @@ func TestRecoveryRepairsStaleSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	var info store.StreamInfo
-	must(t, st.Streams(func(i store.StreamInfo) error { info = i; return nil }))
+	noErr(t, st.Streams(func(i store.StreamInfo) error { info = i; return nil }))
 	stale := info.State
 	stale.LastSeq, stale.Msgs, stale.Bytes = 1, 1, stale.Bytes/3
 	b := st.NewBatch()
 	b.PutStreamState(info.ID, stale)
-	must(t, b.Commit(true))
+	noErr(t, b.Commit(true))
 	b.Close()
 
 	_, acc2, _ := engineOn(t, st)
@@ -706,13 +706,13 @@ func TestRecoveryRepairsStaleSummary(t *testing.T) {
 		t.Fatalf("next publish: %+v, want seq 4", ack)
 	}
 	for _, k := range []string{"a", "b", "c", "d"} {
-		if m, ok := getMsg(t, acc2, "KV", api.MsgGetRequest{LastFor: "kv." + k}); !ok || string(m.Data) != k {
+		if m, ok := apiMsgGet(t, acc2, "KV", api.MsgGetRequest{LastFor: "kv." + k}); !ok || string(m.Data) != k {
 			t.Errorf("last for kv.%s: %+v", k, m)
 		}
 	}
 }
 
-func must(t *testing.T, err error) {
+func noErr(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
