@@ -718,3 +718,67 @@ func noErr(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestApplierCompletesInOrder: publishes submitted by several goroutines
+// at once, each to its own stream, are grouped (fewer fsyncs than
+// publishes) and each goroutine's complete in submission order with
+// consecutive sequences, the last one stored.
+func TestApplierCompletesInOrder(t *testing.T) {
+	synced := make(chan struct{}, 1<<14)
+	var failing atomic.Bool
+	st, err := store.Open(store.Options{Dir: "js", FS: errorfs.Wrap(vfs.NewMem(), walSyncs(synced, &failing))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, acc, _ := engineOn(t, st)
+	const workers, each = 8, 200
+	streams := make([]*stream, workers)
+	for w := range workers {
+		name := fmt.Sprintf("S%d", w)
+		createStream(t, acc, api.StreamConfig{Name: name, Subjects: []string{fmt.Sprintf("s%d", w)}})
+		streams[w] = attachedStream(e, acc.Name(), name)
+	}
+	e.mu.Lock()
+	a := e.mu.accounts[acc.Name()]
+	e.mu.Unlock()
+	for len(synced) > 0 {
+		<-synced
+	}
+	var wg sync.WaitGroup
+	for w, s := range streams {
+		wg.Go(func() {
+			var mu sync.Mutex
+			var got []uint64
+			var pending sync.WaitGroup
+			for range each {
+				pending.Add(1)
+				s.ap.submit(&proposal{s: s, acct: a, kind: propMsg, subject: fmt.Sprintf("s%d", w), data: []byte("x"),
+					done: func(_ *proposal, r result) {
+						defer pending.Done()
+						if r.err != nil {
+							t.Errorf("stream %d: %v", w, r.err)
+							return
+						}
+						mu.Lock()
+						got = append(got, r.seq)
+						mu.Unlock()
+					}})
+			}
+			pending.Wait()
+			for i, seq := range got {
+				if seq != uint64(i+1) {
+					t.Errorf("stream %d: completion %d was seq %d", w, i, seq)
+					return
+				}
+			}
+			if m, ok := apiMsgGet(t, acc, s.name(), api.MsgGetRequest{Seq: each}); !ok || m.Sequence != each {
+				t.Errorf("stream %d: last publish not stored: %+v", w, m)
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(synced); n == 0 || n >= workers*each {
+		t.Errorf("%d publishes took %d WAL fsyncs", workers*each, n)
+	}
+	t.Logf("%d publishes in %d fsyncs", workers*each, len(synced))
+}
