@@ -40,7 +40,11 @@ type Options struct {
 	Cells []provision.Cell
 	// ReconcileInterval is how often pushes that failed are retried.
 	ReconcileInterval time.Duration
-	Log               *slog.Logger
+	// TrustedProxies are CIDRs of reverse proxies whose X-Forwarded-For
+	// gives the client address that logins and sign-ups are throttled
+	// by. Empty: the connection's address, headers ignored.
+	TrustedProxies []string
+	Log            *slog.Logger
 }
 
 // ControlPlane is a running control plane.
@@ -67,6 +71,14 @@ func Open(opts Options) (cp *ControlPlane, err error) {
 		opts.ReconcileInterval = 2 * time.Second
 	}
 	log := opts.Log
+	var proxies []*net.IPNet
+	for _, cidr := range opts.TrustedProxies {
+		_, n, err := net.ParseCIDR(cidr)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy %q: %w", cidr, err)
+		}
+		proxies = append(proxies, n)
+	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -108,9 +120,9 @@ func Open(opts Options) (cp *ControlPlane, err error) {
 	}
 	cp.Prov.SetPusher(cp.cells)
 	cp.api = api.New(api.Config{
-		Repo: cp.Repo, Signer: signer, Throttle: auth.NewThrottle(), Prov: cp.Prov, Keys: cp.Keys, Cells: cp.cells,
+		Repo: cp.Repo, Signer: signer, Prov: cp.Prov, Keys: cp.Keys, Cells: cp.cells,
 		DefaultCell: opts.Cells[0].Name, NatsURLs: urls, Spec: openapi.Spec,
-		Ready: cp.cells.Connected, Log: log.With("component", "api"), Collectors: cp.Prov.Collectors(),
+		TrustedProxies: proxies, Ready: cp.cells.Connected, Log: log.With("component", "api"), Collectors: cp.Prov.Collectors(),
 	})
 	return cp, nil
 }

@@ -3,8 +3,10 @@ package api
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -57,10 +59,13 @@ func conflict(detail string) *Problem {
 	return problem(http.StatusConflict, "conflict", "Conflict", detail)
 }
 
-func tooManyRequests(retryAfter int) *Problem {
+// tooManyRequests is a 429 with a Retry-After of wait (rounded up to a
+// whole second). why says what was too many.
+func tooManyRequests(why string, wait time.Duration) *Problem {
+	secs := max(1, int(math.Ceil(wait.Seconds())))
 	p := problem(http.StatusTooManyRequests, "too-many-requests", "Too many requests",
-		"too many failed logins; retry after "+strconv.Itoa(retryAfter)+" s")
-	p.retryAfter = retryAfter
+		why+"; retry after "+strconv.Itoa(secs)+" s")
+	p.retryAfter = secs
 	return p
 }
 

@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -88,7 +87,20 @@ func (s *Server) signup(c echo.Context) error {
 	if err := checkName("organization", req.Organization); err != nil {
 		return err
 	}
-	hash, err := auth.HashPassword(req.Password)
+	if wait := s.SignupThrottle.Attempt(s.Now(), "ip:"+c.RealIP()); wait > 0 {
+		return tooManyRequests("too many sign-ups from this address", wait)
+	}
+	// A taken email is refused before the costly hash (SignUp checks
+	// again under its lock).
+	if _, err := s.Repo.PersonByEmail(req.Email); err == nil {
+		return conflict("an account with this email already exists")
+	} else if !errors.Is(err, records.ErrNotFound) {
+		return err
+	}
+	hash, err := s.Hasher.Hash(c.Request().Context(), req.Password)
+	if errors.Is(err, auth.ErrBusy) {
+		return hashersBusy()
+	}
 	if err != nil {
 		return err
 	}
@@ -144,6 +156,12 @@ var dummyHash = sync.OnceValue(func() string {
 	return h
 })
 
+// hashersBusy answers a request whose password hash found no room in
+// the memory budget in time.
+func hashersBusy() *Problem {
+	return tooManyRequests("too many password checks in progress", time.Second)
+}
+
 func (s *Server) login(c echo.Context) error {
 	var req loginReq
 	if err := decode(c, &req); err != nil {
@@ -155,10 +173,11 @@ func (s *Server) login(c echo.Context) error {
 	if req.Password == "" {
 		return invalid("password", "is required")
 	}
+	// The attempt is counted before the password is checked, so
+	// concurrent guesses cannot all get past the throttle.
 	keys := []string{"email:" + strings.ToLower(req.Email), "ip:" + c.RealIP()}
-	now := s.Now()
-	if wait := s.Throttle.Wait(now, keys...); wait > 0 {
-		return tooManyRequests(int(math.Ceil(wait.Seconds())))
+	if wait := s.Throttle.Attempt(s.Now(), keys...); wait > 0 {
+		return tooManyRequests("too many login attempts", wait)
 	}
 	p, err := s.Repo.PersonByEmail(req.Email)
 	if err != nil && !errors.Is(err, records.ErrNotFound) {
@@ -168,8 +187,11 @@ func (s *Server) login(c echo.Context) error {
 	if err == nil {
 		hash = p.PasswordHash
 	}
-	if cerr := auth.CheckPassword(hash, req.Password); cerr != nil || err != nil {
-		s.Throttle.Fail(now, keys...)
+	cerr := s.Hasher.Check(c.Request().Context(), hash, req.Password)
+	if errors.Is(cerr, auth.ErrBusy) {
+		return hashersBusy()
+	}
+	if cerr != nil || err != nil {
 		return unauthorized("wrong email or password")
 	}
 	s.Throttle.Succeed(keys...)
