@@ -95,6 +95,9 @@ func Open(opts Options) (cp *ControlPlane, err error) {
 	if cp.Keys, err = provision.LoadKeys(cp.Repo); err != nil {
 		return nil, err
 	}
+	if err := cp.Repo.IndexTokens(); err != nil {
+		return nil, err
+	}
 	if err := cp.writeNodeFiles(); err != nil {
 		return nil, err
 	}
@@ -163,6 +166,11 @@ func (cp *ControlPlane) Serve(ctx context.Context) error {
 		defer close(done)
 		cp.Prov.Run(rctx, cp.opts.ReconcileInterval)
 	}()
+	pruned := make(chan struct{})
+	go func() {
+		defer close(pruned)
+		cp.pruneTokens(rctx, tokenPruneInterval, time.Now)
+	}()
 	var err error
 	select {
 	case <-ctx.Done():
@@ -170,6 +178,7 @@ func (cp *ControlPlane) Serve(ctx context.Context) error {
 	}
 	stopReconcile()
 	<-done
+	<-pruned
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if serr := srv.Shutdown(sctx); serr != nil && err == nil {
@@ -179,6 +188,37 @@ func (cp *ControlPlane) Serve(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// tokenPruneInterval is how often expired tokens are swept. Each new
+// token also sweeps a few, so this only matters when nobody logs in.
+const tokenPruneInterval = time.Minute
+
+// pruneTokens removes expired tokens every interval until ctx ends, in
+// bounded batches so one sweep never holds a large write.
+func (cp *ControlPlane) pruneTokens(ctx context.Context, interval time.Duration, now func() time.Time) {
+	const batch = 1000
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for ctx.Err() == nil {
+			n, err := cp.Repo.PruneTokens(now(), batch)
+			if err != nil {
+				cp.log.Error("pruning expired tokens", "err", err)
+			}
+			if n > 0 {
+				cp.log.Debug("pruned expired tokens", "count", n)
+			}
+			if err != nil || n < batch {
+				break
+			}
+		}
+	}
 }
 
 func (cp *ControlPlane) close() {

@@ -130,7 +130,7 @@ func (s *Server) IssueToken(kind, name string, p *records.Person, ttl time.Durat
 	exp := now.Add(ttl)
 	rec := &records.Token{ID: records.NewID("tok"), Kind: kind, Name: name, PersonID: p.ID, OrgID: p.OrgID,
 		CreatedAt: now, ExpiresAt: exp}
-	if err := s.Repo.PutToken(rec); err != nil {
+	if err := s.Repo.PutToken(rec, s.Now()); err != nil {
 		return "", time.Time{}, err
 	}
 	token, err := s.Signer.Sign(rec.ID, kind, p.ID, p.OrgID, now, exp)

@@ -144,7 +144,7 @@ func (r *Repo) PurgeAccount(orgID, id string, gen uint64) error {
 		return nil
 	}
 	b := new(state.Batch).Delete(acctKey(orgID, id)).Delete("acctkey/" + a.PublicKey)
-	users, err := r.st.Scan("natsuser/" + id + "/")
+	users, err := r.st.Scan("natsuser/"+id+"/", 0)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func TestTokens(t *testing.T) {
 	bob, _ := signUp(t, r, "bob@example.com")
 	put := func(p *Person, kind, name string) *Token {
 		tok := &Token{ID: NewID("tok"), Kind: kind, Name: name, PersonID: p.ID, OrgID: p.OrgID, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
-		if err := r.PutToken(tok); err != nil {
+		if err := r.PutToken(tok, t0); err != nil {
 			t.Fatal(err)
 		}
 		return tok
