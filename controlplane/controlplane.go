@@ -117,7 +117,7 @@ func Open(opts Options) (cp *ControlPlane, err error) {
 	for _, c := range opts.Cells {
 		urls[c.Name] = c.NatsURL
 	}
-	cp.cells, err = provision.Dial(opts.Cells, cp.Keys, func(string) { cp.Prov.Kick() }, log.With("component", "cells"))
+	cp.cells, err = provision.Dial(opts.Cells, cp.Keys, cp.Prov.CellConnected, log.With("component", "cells"))
 	if err != nil {
 		return nil, err
 	}

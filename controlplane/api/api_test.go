@@ -413,6 +413,19 @@ func TestResolver(t *testing.T) {
 	if code, _ := a.call("GET", "/jwt/v1/accounts/", "", ""); code != http.StatusOK {
 		t.Fatalf("resolver ping: %d", code)
 	}
+	// A deleted account is a 404 at once (nodes take it as the delete),
+	// and stays one after its record is purged.
+	a.ok("DELETE", "/v1/accounts/"+acc.ID, tok, "", http.StatusNoContent, nil)
+	if code, _ := a.call("GET", "/jwt/v1/accounts/"+acc.PublicKey, "", ""); code != http.StatusNotFound {
+		t.Fatalf("resolver for a deleted account: %d", code)
+	}
+	rec, _ = a.repo.AccountRecord(p.OrgID, acc.ID)
+	if err := a.repo.PurgeAccount(p.OrgID, acc.ID, rec.Generation, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := a.call("GET", "/jwt/v1/accounts/"+acc.PublicKey, "", ""); code != http.StatusNotFound {
+		t.Fatalf("resolver for a purged account: %d", code)
+	}
 }
 
 func TestMetricsIncludeProvisioning(t *testing.T) {

@@ -16,6 +16,7 @@
 //	acct/<org id>/<account id>  Account
 //	acctkey/<public key>        "<org id>/<account id>" (resolver index)
 //	natsuser/<account id>/<id>  NatsUser
+//	tomb/<cell>/<public key>    Tombstone (a deleted account)
 //	secret/<name>               key material (see Secret)
 //	flag/<name>                 one-time steps done (see Flag)
 //
