@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -12,8 +13,7 @@ import (
 var ErrBusy = errors.New("too many password hashes in progress")
 
 // DefaultHashBudget is the memory all concurrent password hashes may
-// take: at argon2id's 19 MiB, six at a time, which two cores run about as
-// fast as more.
+// take: at argon2id's 19 MiB, six at a time.
 const DefaultHashBudget = 128 << 20
 
 // DefaultHashWait is how long a request waits for room in the budget
@@ -27,10 +27,16 @@ const DefaultHashWait = time.Second
 // room, and gives up with ErrBusy. A hash larger than the whole budget
 // runs alone.
 //
+// Runs are also capped at one fewer than the CPUs Go uses (at least one):
+// each run keeps one core busy, so more at once only adds latency and
+// memory, and the spare core keeps the health checks and the account
+// resolver answering while logins queue.
+//
 // Safe for concurrent use.
 type Hasher struct {
-	budget int64 // KiB
-	wait   time.Duration
+	budget  int64 // KiB
+	maxRuns int   // most runs at once
+	wait    time.Duration
 	// onHash, if set, runs before each argon2id computation (tests count
 	// them).
 	onHash func()
@@ -38,6 +44,7 @@ type Hasher struct {
 	mu struct {
 		sync.Mutex
 		used    int64         // KiB reserved by runs in progress; guarded by mu
+		runs    int           // runs in progress; guarded by mu
 		changed chan struct{} // closed when used drops; guarded by mu
 	}
 }
@@ -51,13 +58,13 @@ func NewHasher(budget int64, wait time.Duration) *Hasher {
 	if wait <= 0 {
 		wait = DefaultHashWait
 	}
-	h := &Hasher{budget: max(budget>>10, argonMemory), wait: wait}
+	h := &Hasher{budget: max(budget>>10, argonMemory), maxRuns: max(1, runtime.GOMAXPROCS(0)-1), wait: wait}
 	h.mu.changed = make(chan struct{})
 	return h
 }
 
 // Slots is how many hashes with the default parameters run at once.
-func (h *Hasher) Slots() int { return int(h.budget / argonMemory) }
+func (h *Hasher) Slots() int { return min(int(h.budget/argonMemory), h.maxRuns) }
 
 // OnHash sets a function that runs before every hash computation. Tests
 // use it to count how many passwords were actually checked.
@@ -101,8 +108,9 @@ func (h *Hasher) acquire(ctx context.Context, kib int64) (release func(), err er
 	defer timer.Stop()
 	for {
 		h.mu.Lock()
-		if h.mu.used+kib <= h.budget {
+		if h.mu.used+kib <= h.budget && h.mu.runs < h.maxRuns {
 			h.mu.used += kib
+			h.mu.runs++
 			h.mu.Unlock()
 			return func() { h.release(kib) }, nil
 		}
@@ -122,6 +130,7 @@ func (h *Hasher) release(kib int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.mu.used -= kib
+	h.mu.runs--
 	close(h.mu.changed)
 	h.mu.changed = make(chan struct{})
 }
