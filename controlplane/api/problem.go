@@ -47,6 +47,13 @@ func invalid(field, detail string) *Problem {
 	return p
 }
 
+// tooLarge is a 413 naming the field (the body) that is too large.
+func tooLarge(field, detail string) *Problem {
+	p := problem(http.StatusRequestEntityTooLarge, "too-large", "Request too large", field+": "+detail)
+	p.Field = field
+	return p
+}
+
 func unauthorized(detail string) *Problem {
 	return problem(http.StatusUnauthorized, "unauthorized", "Unauthorized", detail)
 }

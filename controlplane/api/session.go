@@ -2,10 +2,12 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -172,6 +174,14 @@ func (s *Server) login(c echo.Context) error {
 	}
 	if req.Password == "" {
 		return invalid("password", "is required")
+	}
+	// Bounded before the email becomes a throttle key or the password
+	// is hashed: no registered email or password is longer.
+	if len(req.Email) > maxEmail {
+		return invalid("email", fmt.Sprintf("must be at most %d bytes", maxEmail))
+	}
+	if utf8.RuneCountInString(req.Password) > maxPassword {
+		return invalid("password", fmt.Sprintf("must be at most %d characters", maxPassword))
 	}
 	// The attempt is counted before the password is checked, so
 	// concurrent guesses cannot all get past the throttle.

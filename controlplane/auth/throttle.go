@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -27,7 +28,12 @@ func randomBytes(n int) ([]byte, error) {
 // The zero value with the parameters set is ready to use. Safe for
 // concurrent use.
 type Throttle struct {
-	Free      int
+	Free int
+	// FreeFor gives some classes of keys their own allowance: a key is
+	// "<class>:<value>" ("ip:192.0.2.1"), and a class listed here gets
+	// that many free attempts instead of Free. Many people share one
+	// address behind a NAT, so an address gets more than an email.
+	FreeFor   map[string]int
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
 	// MaxKeys bounds how many keys are remembered; past it, keys idle the
@@ -45,11 +51,21 @@ type throttleEntry struct {
 	last     time.Time // the last attempt
 }
 
-// NewThrottle returns the login throttle: 5 free attempts, then 1 s
-// doubling to 15 minutes.
+// NewThrottle returns the login throttle: 5 free attempts per email and
+// 50 per client address ("ip:" keys), then 1 s doubling to 15 minutes.
 func NewThrottle() *Throttle {
-	return &Throttle{Free: 5, BaseDelay: time.Second, MaxDelay: 15 * time.Minute, MaxKeys: 1 << 16,
-		entries: map[string]*throttleEntry{}}
+	return &Throttle{Free: 5, FreeFor: map[string]int{"ip": 50}, BaseDelay: time.Second, MaxDelay: 15 * time.Minute,
+		MaxKeys: 1 << 16, entries: map[string]*throttleEntry{}}
+}
+
+// free is the allowance of key.
+func (t *Throttle) free(key string) int {
+	if class, _, ok := strings.Cut(key, ":"); ok {
+		if n, ok := t.FreeFor[class]; ok {
+			return n
+		}
+	}
+	return t.Free
 }
 
 // NewSignupThrottle returns the sign-up throttle (keyed by client
@@ -88,7 +104,7 @@ func (t *Throttle) Attempt(now time.Time, keys ...string) time.Duration {
 		e.last = now
 		// After the Free-th attempt the next one waits BaseDelay, then
 		// twice that, and so on.
-		if over := e.attempts - t.Free; over >= 0 {
+		if over := e.attempts - t.free(k); over >= 0 {
 			d := t.BaseDelay << min(over, 30)
 			if d > t.MaxDelay || d <= 0 {
 				d = t.MaxDelay
