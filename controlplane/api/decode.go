@@ -93,6 +93,9 @@ func checkJSON(body []byte) error {
 		if len(stack) == 0 && values > 0 {
 			return invalid("body", "not valid JSON: data after the top-level value")
 		}
+		if len(stack) == 0 && tok != json.Delim('{') {
+			return invalid("body", "must be a JSON object")
+		}
 		var top *jsonFrame
 		if len(stack) > 0 {
 			top = stack[len(stack)-1]
@@ -104,6 +107,13 @@ func checkJSON(body []byte) error {
 				continue
 			}
 			k, _ := tok.(string)
+			if k == "" {
+				where := top.path
+				if where == "" {
+					where = "body"
+				}
+				return invalid(where, "has a field with an empty name")
+			}
 			top.key, top.keyed = k, true
 			if strings.ContainsRune(k, utf8.RuneError) {
 				return invalid(top.field(), "field names must be valid UTF-8")
