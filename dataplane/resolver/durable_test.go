@@ -196,3 +196,16 @@ func TestFetchTimeoutServesStored(t *testing.T) {
 		t.Fatalf("URL timing out: %q %v", got, err)
 	}
 }
+
+// TestFetchServesWhatItCannotStore: a JWT from the URL that the
+// directory has no room for is served all the same.
+func TestFetchServesWhatItCannotStore(t *testing.T) {
+	f := newFakeURL(t)
+	r, _ := New(Options{URL: f.URL + "/acc/", Dir: "jwt", FS: vfs.NewMem(), Limit: 1})
+	full, extra := accountKey(t), accountKey(t)
+	r.Store(full, "jwt-full")
+	f.jwts[extra] = "jwt-extra"
+	if got, err := r.Fetch(context.Background(), extra); err != nil || got != "jwt-extra" {
+		t.Fatalf("fetch past the limit: %q %v", got, err)
+	}
+}

@@ -187,7 +187,10 @@ func (r *Resolver) Fetch(ctx context.Context, account string) (string, error) {
 		} else if token, err := r.fetchURL(ctx, account); err == nil {
 			kept, serr := r.store(account, token)
 			if serr != nil && !errors.Is(serr, ErrStale) {
+				// Served all the same; only a restart with the URL down
+				// misses it.
 				r.log.Warn("keeping account jwt locally failed", "account", account, "err", serr)
+				return strings.TrimSpace(token), nil
 			}
 			return kept, nil
 		} else if errors.Is(err, ErrNotFound) {
