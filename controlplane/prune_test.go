@@ -25,7 +25,7 @@ func TestPruneTokensSweeps(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i := range 2500 {
+	for i := range 1100 {
 		put(records.NewID("tok"), t0.Add(time.Duration(i%60+1)*time.Second))
 	}
 	put("tok_valid", t0.Add(24*time.Hour))
