@@ -40,7 +40,11 @@ type Options struct {
 	Cells []provision.Cell
 	// ReconcileInterval is how often pushes that failed are retried.
 	ReconcileInterval time.Duration
-	Log               *slog.Logger
+	// TrustedProxies are CIDRs of reverse proxies whose X-Forwarded-For
+	// gives the client address that logins and sign-ups are throttled
+	// by. Empty: the connection's address, headers ignored.
+	TrustedProxies []string
+	Log            *slog.Logger
 }
 
 // ControlPlane is a running control plane.
@@ -67,6 +71,14 @@ func Open(opts Options) (cp *ControlPlane, err error) {
 		opts.ReconcileInterval = 2 * time.Second
 	}
 	log := opts.Log
+	var proxies []*net.IPNet
+	for _, cidr := range opts.TrustedProxies {
+		_, n, err := net.ParseCIDR(cidr)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy %q: %w", cidr, err)
+		}
+		proxies = append(proxies, n)
+	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -81,6 +93,9 @@ func Open(opts Options) (cp *ControlPlane, err error) {
 		}
 	}()
 	if cp.Keys, err = provision.LoadKeys(cp.Repo); err != nil {
+		return nil, err
+	}
+	if err := cp.Repo.IndexTokens(); err != nil {
 		return nil, err
 	}
 	if err := cp.writeNodeFiles(); err != nil {
@@ -102,15 +117,15 @@ func Open(opts Options) (cp *ControlPlane, err error) {
 	for _, c := range opts.Cells {
 		urls[c.Name] = c.NatsURL
 	}
-	cp.cells, err = provision.Dial(opts.Cells, cp.Keys, func(string) { cp.Prov.Kick() }, log.With("component", "cells"))
+	cp.cells, err = provision.Dial(opts.Cells, cp.Keys, cp.Prov.CellConnected, log.With("component", "cells"))
 	if err != nil {
 		return nil, err
 	}
 	cp.Prov.SetPusher(cp.cells)
 	cp.api = api.New(api.Config{
-		Repo: cp.Repo, Signer: signer, Throttle: auth.NewThrottle(), Prov: cp.Prov, Keys: cp.Keys, Cells: cp.cells,
+		Repo: cp.Repo, Signer: signer, Prov: cp.Prov, Keys: cp.Keys, Cells: cp.cells,
 		DefaultCell: opts.Cells[0].Name, NatsURLs: urls, Spec: openapi.Spec,
-		Ready: cp.cells.Connected, Log: log.With("component", "api"), Collectors: cp.Prov.Collectors(),
+		TrustedProxies: proxies, Ready: cp.cells.Connected, Log: log.With("component", "api"), Collectors: cp.Prov.Collectors(),
 	})
 	return cp, nil
 }
@@ -151,6 +166,11 @@ func (cp *ControlPlane) Serve(ctx context.Context) error {
 		defer close(done)
 		cp.Prov.Run(rctx, cp.opts.ReconcileInterval)
 	}()
+	pruned := make(chan struct{})
+	go func() {
+		defer close(pruned)
+		cp.pruneTokens(rctx, tokenPruneInterval, time.Now)
+	}()
 	var err error
 	select {
 	case <-ctx.Done():
@@ -158,6 +178,7 @@ func (cp *ControlPlane) Serve(ctx context.Context) error {
 	}
 	stopReconcile()
 	<-done
+	<-pruned
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if serr := srv.Shutdown(sctx); serr != nil && err == nil {
@@ -167,6 +188,37 @@ func (cp *ControlPlane) Serve(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// tokenPruneInterval is how often expired tokens are swept. Each new
+// token also sweeps a few, so this only matters when nobody logs in.
+const tokenPruneInterval = time.Minute
+
+// pruneTokens removes expired tokens every interval until ctx ends, in
+// bounded batches so one sweep never holds a large write.
+func (cp *ControlPlane) pruneTokens(ctx context.Context, interval time.Duration, now func() time.Time) {
+	const batch = 1000
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for ctx.Err() == nil {
+			n, err := cp.Repo.PruneTokens(now(), batch)
+			if err != nil {
+				cp.log.Error("pruning expired tokens", "err", err)
+			}
+			if n > 0 {
+				cp.log.Debug("pruned expired tokens", "count", n)
+			}
+			if err != nil || n < batch {
+				break
+			}
+		}
+	}
 }
 
 func (cp *ControlPlane) close() {

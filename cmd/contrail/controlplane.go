@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"gopkg.in/yaml.v3"
@@ -22,6 +23,7 @@ var defaultCell = provision.Cell{Name: "default", NatsURL: "nats://127.0.0.1:422
 // are part of the product's contract.
 type controlplaneFlags struct {
 	httpAddr, dataDir, configFile, logLevel string
+	trustedProxies                          []string
 }
 
 func parseControlplaneFlags(args []string, stderr io.Writer) (*controlplaneFlags, error) {
@@ -32,6 +34,14 @@ func parseControlplaneFlags(args []string, stderr io.Writer) (*controlplaneFlags
 	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory for the control plane's state and keys")
 	fs.StringVar(&f.configFile, "config", "", "YAML or JSON file listing the cells: {cells: [{name, nats_url}]}")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.Func("trusted-proxy", "CIDR of a reverse proxy whose X-Forwarded-For names the client (repeatable, or comma separated); without it the connection's address is used", func(v string) error {
+		for _, c := range strings.Split(v, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				f.trustedProxies = append(f.trustedProxies, c)
+			}
+		}
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -98,7 +108,8 @@ func runControlplane(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "contrail controlplane: %v\n", err)
 		return 2
 	}
-	cp, err := controlplane.Open(controlplane.Options{HTTPAddr: f.httpAddr, DataDir: f.dataDir, Cells: cells, Log: log})
+	cp, err := controlplane.Open(controlplane.Options{HTTPAddr: f.httpAddr, DataDir: f.dataDir, Cells: cells,
+		TrustedProxies: f.trustedProxies, Log: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "contrail controlplane: %v\n", err)
 		return 1

@@ -306,8 +306,9 @@ type cpProc struct {
 }
 
 // startControlplane starts the control plane serving one cell at
-// cellURL, on httpAddr (a free one if empty), with dataDir.
-func startControlplane(t testing.TB, httpAddr, dataDir, cellURL string) *cpProc {
+// cellURL, on httpAddr (a free one if empty), with dataDir and any extra
+// flags.
+func startControlplane(t testing.TB, httpAddr, dataDir, cellURL string, extra ...string) *cpProc {
 	t.Helper()
 	if httpAddr == "" {
 		httpAddr = freeAddr(t)
@@ -318,8 +319,8 @@ func startControlplane(t testing.TB, httpAddr, dataDir, cellURL string) *cpProc 
 	}
 	cfg := writeFile(t, cfgDir, "cells.yaml", fmt.Sprintf("cells:\n  - name: test\n    nats_url: %s\n", cellURL))
 	c := &cpProc{HTTPAddr: httpAddr, URL: "http://" + httpAddr, DataDir: dataDir, config: cfg}
-	p, err := startProc(t, "contrail controlplane", contrailBin, "controlplane",
-		"--http-addr", httpAddr, "--data-dir", dataDir, "--config", cfg, "--log-level", "debug")
+	p, err := startProc(t, "contrail controlplane", contrailBin, append([]string{"controlplane",
+		"--http-addr", httpAddr, "--data-dir", dataDir, "--config", cfg, "--log-level", "debug"}, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

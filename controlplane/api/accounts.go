@@ -192,14 +192,16 @@ func (s *Server) streams(c echo.Context) error {
 
 // resolve serves an account JWT to data-plane nodes (the URL resolver
 // protocol): the JWT as text, or 404 for a key the control plane does not
-// know.
+// know. A deleted account is a 404 from the moment it is deleted (and for
+// good: the record goes, a tombstone stays), and nodes take a 404 as the
+// account's deletion.
 func (s *Server) resolve(c echo.Context) error {
 	key := c.Param("key")
 	if key == s.Keys.SystemPub {
 		return c.String(http.StatusOK, s.Keys.SystemJWT)
 	}
 	a, err := s.Repo.AccountByKey(key)
-	if errors.Is(err, records.ErrNotFound) {
+	if errors.Is(err, records.ErrNotFound) || (err == nil && a.Deleted) {
 		return c.NoContent(http.StatusNotFound)
 	}
 	if err != nil {

@@ -198,6 +198,16 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"/v1/accounts", `{"name":"a","limits":{"jetstream":{"max_streams":"many"}}}`, "limits.jetstream.max_streams"},
 		{"/v1/accounts", `{"name":"a","limits":{"jetstream":{"bogus":1}}}`, "limits.jetstream.bogus"},
 		{"/v1/tokens", `{"name":"ci","ttl_seconds":0}`, "ttl_seconds"},
+		// What encoding/json alone would let through.
+		{"/v1/accounts", `{"name":"a","name":"b"}`, "name"},
+		{"/v1/accounts", `{"name":"a","limits":{"jetstream":{"max_streams":1,"max_streams":2}}}`, "limits.jetstream.max_streams"},
+		{"/v1/accounts", "{\"name\":\"\xff\"}", "name"},
+		{"/v1/accounts", `{"name":"a\ud800"}`, "name"},
+		{"/v1/accounts", `{"name":"a","limits":{"max_payload":1e400}}`, "limits.max_payload"},
+		{"/v1/accounts", `{"":1}`, "body"},
+		{"/v1/accounts", `{"name":"a"} {}`, "body"},
+		{"/v1/accounts", `[` + strings.Repeat("[", 1000), "body"},
+		{"/v1/login", `{"email":"` + strings.Repeat("a", 300) + `@example.com","password":"x"}`, "email"},
 	} {
 		p := a.problem("POST", tc.path, tok, tc.body, http.StatusBadRequest)
 		if p.Field != tc.field || p.Type != ProblemBase+"validation" || !strings.HasPrefix(p.Detail, tc.field+": ") {
@@ -221,6 +231,10 @@ func TestValidationNamesTheField(t *testing.T) {
 	p := a.problem("PATCH", "/v1/accounts/"+acc.ID, tok, `{"limits":null}`, http.StatusBadRequest)
 	if p.Field != "limits" {
 		t.Errorf("PATCH limits null: field %q", p.Field)
+	}
+	p = a.problem("POST", "/v1/accounts", tok, `{"name":"`+strings.Repeat("a", maxBody)+`"}`, http.StatusRequestEntityTooLarge)
+	if p.Field != "body" || p.Type != ProblemBase+"too-large" {
+		t.Errorf("a body over 1 MiB: %+v", p)
 	}
 	// Nothing was half made.
 	var list items[accountView]
@@ -412,6 +426,19 @@ func TestResolver(t *testing.T) {
 	}
 	if code, _ := a.call("GET", "/jwt/v1/accounts/", "", ""); code != http.StatusOK {
 		t.Fatalf("resolver ping: %d", code)
+	}
+	// A deleted account is a 404 at once (nodes take it as the delete),
+	// and stays one after its record is purged.
+	a.ok("DELETE", "/v1/accounts/"+acc.ID, tok, "", http.StatusNoContent, nil)
+	if code, _ := a.call("GET", "/jwt/v1/accounts/"+acc.PublicKey, "", ""); code != http.StatusNotFound {
+		t.Fatalf("resolver for a deleted account: %d", code)
+	}
+	rec, _ = a.repo.AccountRecord(p.OrgID, acc.ID)
+	if err := a.repo.PurgeAccount(p.OrgID, acc.ID, rec.Generation, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := a.call("GET", "/jwt/v1/accounts/"+acc.PublicKey, "", ""); code != http.StatusNotFound {
+		t.Fatalf("resolver for a purged account: %d", code)
 	}
 }
 

@@ -3,8 +3,10 @@ package api
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -45,6 +47,13 @@ func invalid(field, detail string) *Problem {
 	return p
 }
 
+// tooLarge is a 413 naming the field (the body) that is too large.
+func tooLarge(field, detail string) *Problem {
+	p := problem(http.StatusRequestEntityTooLarge, "too-large", "Request too large", field+": "+detail)
+	p.Field = field
+	return p
+}
+
 func unauthorized(detail string) *Problem {
 	return problem(http.StatusUnauthorized, "unauthorized", "Unauthorized", detail)
 }
@@ -57,10 +66,13 @@ func conflict(detail string) *Problem {
 	return problem(http.StatusConflict, "conflict", "Conflict", detail)
 }
 
-func tooManyRequests(retryAfter int) *Problem {
+// tooManyRequests is a 429 with a Retry-After of wait (rounded up to a
+// whole second). why says what was too many.
+func tooManyRequests(why string, wait time.Duration) *Problem {
+	secs := max(1, int(math.Ceil(wait.Seconds())))
 	p := problem(http.StatusTooManyRequests, "too-many-requests", "Too many requests",
-		"too many failed logins; retry after "+strconv.Itoa(retryAfter)+" s")
-	p.retryAfter = retryAfter
+		why+"; retry after "+strconv.Itoa(secs)+" s")
+	p.retryAfter = secs
 	return p
 }
 

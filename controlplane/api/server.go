@@ -8,6 +8,7 @@ package api
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -43,10 +44,22 @@ type Provisioner interface {
 
 // Config is what the API is built from.
 type Config struct {
-	Repo     *records.Repo
-	Signer   *auth.Signer
+	Repo   *records.Repo
+	Signer *auth.Signer
+	// Throttle slows password guessing (by email and client address);
+	// auth.NewThrottle() if nil.
 	Throttle *auth.Throttle
-	Prov     Provisioner
+	// SignupThrottle bounds sign-ups per client address;
+	// auth.NewSignupThrottle() if nil.
+	SignupThrottle *auth.Throttle
+	// Hasher runs password hashes within a memory budget;
+	// auth.NewHasher(0, 0) if nil.
+	Hasher *auth.Hasher
+	// TrustedProxies are the networks whose X-Forwarded-For the client
+	// address is taken from (for throttling). Empty: the address is the
+	// connection's, and the header is ignored.
+	TrustedProxies []*net.IPNet
+	Prov           Provisioner
 	// Keys are the operator's and system account's; the resolver serves
 	// the system account's JWT.
 	Keys  *provision.Keys
@@ -81,13 +94,20 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Throttle == nil {
+		cfg.Throttle = auth.NewThrottle()
+	}
+	if cfg.SignupThrottle == nil {
+		cfg.SignupThrottle = auth.NewSignupThrottle()
+	}
+	if cfg.Hasher == nil {
+		cfg.Hasher = auth.NewHasher(0, 0)
+	}
 	s := &Server{Config: cfg, log: cfg.Log}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
-	// Throttling is per client address: take it from the connection, not
-	// from headers a client can forge.
-	e.IPExtractor = echo.ExtractIPDirect()
+	e.IPExtractor = clientAddress(cfg.TrustedProxies)
 	s.echo = e
 
 	reg := prometheus.NewRegistry()
@@ -133,6 +153,22 @@ func New(cfg Config) *Server {
 	// caller learns nothing about which routes exist.
 	authed.Any("/*", func(c echo.Context) error { return echo.ErrNotFound })
 	return s
+}
+
+// clientAddress is how the client address (which throttling is keyed
+// by) is found: the connection's, unless the connection comes from a
+// trusted proxy, whose X-Forwarded-For is believed back to the first
+// address that is not a trusted proxy. A header from anyone else is
+// ignored: a client must not pick the address it is throttled under.
+func clientAddress(trusted []*net.IPNet) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, n := range trusted {
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
 }
 
 // ServeHTTP makes the Server an http.Handler.

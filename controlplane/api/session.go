@@ -2,11 +2,12 @@ package api
 
 import (
 	"errors"
-	"math"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -88,7 +89,20 @@ func (s *Server) signup(c echo.Context) error {
 	if err := checkName("organization", req.Organization); err != nil {
 		return err
 	}
-	hash, err := auth.HashPassword(req.Password)
+	if wait := s.SignupThrottle.Attempt(s.Now(), "ip:"+c.RealIP()); wait > 0 {
+		return tooManyRequests("too many sign-ups from this address", wait)
+	}
+	// A taken email is refused before the costly hash (SignUp checks
+	// again under its lock).
+	if _, err := s.Repo.PersonByEmail(req.Email); err == nil {
+		return conflict("an account with this email already exists")
+	} else if !errors.Is(err, records.ErrNotFound) {
+		return err
+	}
+	hash, err := s.Hasher.Hash(c.Request().Context(), req.Password)
+	if errors.Is(err, auth.ErrBusy) {
+		return hashersBusy()
+	}
 	if err != nil {
 		return err
 	}
@@ -118,7 +132,7 @@ func (s *Server) IssueToken(kind, name string, p *records.Person, ttl time.Durat
 	exp := now.Add(ttl)
 	rec := &records.Token{ID: records.NewID("tok"), Kind: kind, Name: name, PersonID: p.ID, OrgID: p.OrgID,
 		CreatedAt: now, ExpiresAt: exp}
-	if err := s.Repo.PutToken(rec); err != nil {
+	if err := s.Repo.PutToken(rec, s.Now()); err != nil {
 		return "", time.Time{}, err
 	}
 	token, err := s.Signer.Sign(rec.ID, kind, p.ID, p.OrgID, now, exp)
@@ -144,6 +158,12 @@ var dummyHash = sync.OnceValue(func() string {
 	return h
 })
 
+// hashersBusy answers a request whose password hash found no room in
+// the memory budget in time.
+func hashersBusy() *Problem {
+	return tooManyRequests("too many password checks in progress", time.Second)
+}
+
 func (s *Server) login(c echo.Context) error {
 	var req loginReq
 	if err := decode(c, &req); err != nil {
@@ -155,10 +175,19 @@ func (s *Server) login(c echo.Context) error {
 	if req.Password == "" {
 		return invalid("password", "is required")
 	}
+	// Bounded before the email becomes a throttle key or the password
+	// is hashed: no registered email or password is longer.
+	if len(req.Email) > maxEmail {
+		return invalid("email", fmt.Sprintf("must be at most %d bytes", maxEmail))
+	}
+	if utf8.RuneCountInString(req.Password) > maxPassword {
+		return invalid("password", fmt.Sprintf("must be at most %d characters", maxPassword))
+	}
+	// The attempt is counted before the password is checked, so
+	// concurrent guesses cannot all get past the throttle.
 	keys := []string{"email:" + strings.ToLower(req.Email), "ip:" + c.RealIP()}
-	now := s.Now()
-	if wait := s.Throttle.Wait(now, keys...); wait > 0 {
-		return tooManyRequests(int(math.Ceil(wait.Seconds())))
+	if wait := s.Throttle.Attempt(s.Now(), keys...); wait > 0 {
+		return tooManyRequests("too many login attempts", wait)
 	}
 	p, err := s.Repo.PersonByEmail(req.Email)
 	if err != nil && !errors.Is(err, records.ErrNotFound) {
@@ -168,8 +197,11 @@ func (s *Server) login(c echo.Context) error {
 	if err == nil {
 		hash = p.PasswordHash
 	}
-	if cerr := auth.CheckPassword(hash, req.Password); cerr != nil || err != nil {
-		s.Throttle.Fail(now, keys...)
+	cerr := s.Hasher.Check(c.Request().Context(), hash, req.Password)
+	if errors.Is(cerr, auth.ErrBusy) {
+		return hashersBusy()
+	}
+	if cerr != nil || err != nil {
 		return unauthorized("wrong email or password")
 	}
 	s.Throttle.Succeed(keys...)

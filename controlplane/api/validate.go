@@ -15,6 +15,7 @@ const (
 	minPassword = 12
 	maxPassword = 1024
 	maxName     = 64
+	maxEmail    = 254
 	maxSubjects = 256
 )
 
@@ -34,7 +35,7 @@ func checkName(field, name string) error {
 
 func checkEmail(email string) error {
 	a, err := mail.ParseAddress(email)
-	if err != nil || a.Address != email || !strings.Contains(email[strings.LastIndexByte(email, '@')+1:], ".") || len(email) > 254 {
+	if err != nil || a.Address != email || !strings.Contains(email[strings.LastIndexByte(email, '@')+1:], ".") || len(email) > maxEmail {
 		return invalid("email", "must be an email address like name@example.com")
 	}
 	return nil
@@ -65,6 +66,8 @@ func checkSubject(field, s string) error {
 			return invalid(field, fmt.Sprintf("%q has an empty token", s))
 		case strings.ContainsFunc(t, unicode.IsSpace):
 			return invalid(field, fmt.Sprintf("%q contains whitespace", s))
+		case strings.ContainsFunc(t, unicode.IsControl):
+			return invalid(field, fmt.Sprintf("%q contains a control character", s))
 		case t == ">" && i != len(toks)-1:
 			return invalid(field, fmt.Sprintf("%q: '>' must be the last token", s))
 		case len(t) > 1 && strings.ContainsAny(t, "*>"):

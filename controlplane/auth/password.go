@@ -44,25 +44,48 @@ func HashPassword(password string) (string, error) {
 // CheckPassword compares password with a hash from HashPassword, reading
 // the parameters from the hash so they can be raised later.
 func CheckPassword(hash, password string) error {
+	ph, err := parseHash(hash)
+	if err != nil {
+		return err
+	}
+	return ph.check(password)
+}
+
+// parsedHash is a PHC-format argon2id hash taken apart.
+type parsedHash struct {
+	m, t      uint32
+	p         uint8
+	salt, key []byte
+}
+
+func parseHash(hash string) (*parsedHash, error) {
 	parts := strings.Split(hash, "$")
 	if len(parts) != 6 || parts[1] != "argon2id" {
-		return errors.New("password hash: unknown format")
+		return nil, errors.New("password hash: unknown format")
 	}
-	var m, t uint32
-	var p uint8
-	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &m, &t, &p); err != nil {
-		return fmt.Errorf("password hash parameters: %w", err)
+	var ph parsedHash
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &ph.m, &ph.t, &ph.p); err != nil {
+		return nil, fmt.Errorf("password hash parameters: %w", err)
 	}
-	salt, err := b64.DecodeString(parts[4])
-	if err != nil {
-		return fmt.Errorf("password hash salt: %w", err)
+	if ph.t < 1 || ph.p < 1 || ph.m < 8*uint32(ph.p) {
+		return nil, fmt.Errorf("password hash parameters %q: out of range", parts[3]) // argon2 panics on these
 	}
-	want, err := b64.DecodeString(parts[5])
-	if err != nil {
-		return fmt.Errorf("password hash key: %w", err)
+	var err error
+	if ph.salt, err = b64.DecodeString(parts[4]); err != nil {
+		return nil, fmt.Errorf("password hash salt: %w", err)
 	}
-	got := argon2.IDKey([]byte(password), salt, t, m, p, uint32(len(want)))
-	if subtle.ConstantTimeCompare(got, want) != 1 {
+	if ph.key, err = b64.DecodeString(parts[5]); err != nil {
+		return nil, fmt.Errorf("password hash key: %w", err)
+	}
+	if len(ph.key) == 0 {
+		return nil, errors.New("password hash: empty key")
+	}
+	return &ph, nil
+}
+
+func (ph *parsedHash) check(password string) error {
+	got := argon2.IDKey([]byte(password), ph.salt, ph.t, ph.m, ph.p, uint32(len(ph.key)))
+	if subtle.ConstantTimeCompare(got, ph.key) != 1 {
 		return ErrMismatch
 	}
 	return nil

@@ -3,6 +3,8 @@ package auth
 import (
 	"crypto/rand"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -15,72 +17,105 @@ func randomBytes(n int) ([]byte, error) {
 	return b, nil
 }
 
-// Throttle slows password guessing: after FreeFailures failed logins for
-// a key (an email, a client address), further attempts are refused until
-// a delay passes that doubles with every failure, up to MaxDelay. A
-// successful login clears the key.
+// Throttle slows password guessing and sign-up floods. Every attempt for
+// a key (an email, a client address) is counted when it is reserved,
+// before the password is hashed, so concurrent attempts cannot all pass
+// the check at once. The first Free attempts are allowed; after them each
+// attempt waits a delay that doubles from BaseDelay up to MaxDelay. A
+// successful login clears its keys; a key idle for longer than MaxDelay
+// starts afresh.
 //
-// Safe for concurrent use.
+// The zero value with the parameters set is ready to use. Safe for
+// concurrent use.
 type Throttle struct {
-	FreeFailures int
-	BaseDelay    time.Duration
-	MaxDelay     time.Duration
+	Free int
+	// FreeFor gives some classes of keys their own allowance: a key is
+	// "<class>:<value>" ("ip:192.0.2.1"), and a class listed here gets
+	// that many free attempts instead of Free. Many people share one
+	// address behind a NAT, so an address gets more than an email.
+	FreeFor   map[string]int
+	BaseDelay time.Duration
+	MaxDelay  time.Duration
+	// MaxKeys bounds how many keys are remembered; past it, keys idle the
+	// longest are forgotten first (an attacker inventing emails must not
+	// grow memory without bound).
+	MaxKeys int
 
 	mu      sync.Mutex
 	entries map[string]*throttleEntry // guarded by mu
 }
 
 type throttleEntry struct {
-	failures int
-	until    time.Time
-	last     time.Time
+	attempts int       // reserved since the key was last cleared
+	until    time.Time // no attempt before this
+	last     time.Time // the last attempt
 }
 
-// NewThrottle returns a throttle with 5 free failures, then 1 s doubling
-// to 15 minutes.
+// NewThrottle returns the login throttle: 5 free attempts per email and
+// 50 per client address ("ip:" keys), then 1 s doubling to 15 minutes.
 func NewThrottle() *Throttle {
-	return &Throttle{FreeFailures: 5, BaseDelay: time.Second, MaxDelay: 15 * time.Minute,
+	return &Throttle{Free: 5, FreeFor: map[string]int{"ip": 50}, BaseDelay: time.Second, MaxDelay: 15 * time.Minute,
+		MaxKeys: 1 << 16, entries: map[string]*throttleEntry{}}
+}
+
+// free is the allowance of key.
+func (t *Throttle) free(key string) int {
+	if class, _, ok := strings.Cut(key, ":"); ok {
+		if n, ok := t.FreeFor[class]; ok {
+			return n
+		}
+	}
+	return t.Free
+}
+
+// NewSignupThrottle returns the sign-up throttle (keyed by client
+// address): 30 sign-ups, then 1 s doubling to one minute.
+func NewSignupThrottle() *Throttle {
+	return &Throttle{Free: 30, BaseDelay: time.Second, MaxDelay: time.Minute, MaxKeys: 1 << 16,
 		entries: map[string]*throttleEntry{}}
 }
 
-// Wait returns how long the keys must still wait before another attempt
-// (zero if none of them is throttled).
-func (t *Throttle) Wait(now time.Time, keys ...string) time.Duration {
+// Attempt reserves an attempt for every key at now. It returns zero if
+// the attempt may go ahead (and counts it for every key), or how long the
+// keys must still wait (and counts nothing).
+func (t *Throttle) Attempt(now time.Time, keys ...string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var wait time.Duration
 	for _, k := range keys {
-		if e := t.entries[k]; e != nil && e.until.After(now) {
+		if e := t.entries[k]; e != nil && !t.staleLocked(e, now) && e.until.After(now) {
 			wait = max(wait, e.until.Sub(now))
 		}
 	}
-	return wait
-}
-
-// Fail records a failed attempt for every key.
-func (t *Throttle) Fail(now time.Time, keys ...string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.forgetOldLocked(now)
+	if wait > 0 {
+		return wait
+	}
+	if t.entries == nil {
+		t.entries = map[string]*throttleEntry{}
+	}
 	for _, k := range keys {
 		e := t.entries[k]
-		if e == nil {
+		if e == nil || t.staleLocked(e, now) {
+			t.makeRoomLocked(now)
 			e = &throttleEntry{}
 			t.entries[k] = e
 		}
-		e.failures++
+		e.attempts++
 		e.last = now
-		if over := e.failures - t.FreeFailures; over > 0 {
-			d := t.BaseDelay << min(over-1, 30)
+		// After the Free-th attempt the next one waits BaseDelay, then
+		// twice that, and so on.
+		if over := e.attempts - t.free(k); over >= 0 {
+			d := t.BaseDelay << min(over, 30)
 			if d > t.MaxDelay || d <= 0 {
 				d = t.MaxDelay
 			}
 			e.until = now.Add(d)
 		}
 	}
+	return 0
 }
 
-// Succeed clears the keys.
+// Succeed clears the keys: a right password ends the throttling.
 func (t *Throttle) Succeed(keys ...string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -89,15 +124,32 @@ func (t *Throttle) Succeed(keys ...string) {
 	}
 }
 
-// forgetOldLocked drops entries idle for longer than MaxDelay, so the
-// map does not grow with every address that ever failed once.
-func (t *Throttle) forgetOldLocked(now time.Time) {
-	if len(t.entries) < 1024 {
+// staleLocked reports whether e has been idle long enough to start over.
+func (t *Throttle) staleLocked(e *throttleEntry, now time.Time) bool {
+	return now.Sub(e.last) > t.MaxDelay && !e.until.After(now)
+}
+
+// makeRoomLocked keeps the map under MaxKeys before a key is added:
+// stale entries go first, then, if that is not enough, the eighth idle
+// the longest (in one sort, so a flood of new keys costs O(log n) each).
+func (t *Throttle) makeRoomLocked(now time.Time) {
+	if t.MaxKeys <= 0 || len(t.entries) < t.MaxKeys {
 		return
 	}
 	for k, e := range t.entries {
-		if now.Sub(e.last) > t.MaxDelay && !e.until.After(now) {
+		if t.staleLocked(e, now) {
 			delete(t.entries, k)
 		}
+	}
+	if len(t.entries) < t.MaxKeys {
+		return
+	}
+	keys := make([]string, 0, len(t.entries))
+	for k := range t.entries {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return t.entries[a].last.Compare(t.entries[b].last) })
+	for _, k := range keys[:len(keys)/8+1] {
+		delete(t.entries, k)
 	}
 }

@@ -36,6 +36,10 @@ type Provisioner struct {
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // by account id; guarded by mu
+	// resend are the cells whose deleted accounts are pushed again on the
+	// next pass (guarded by mu): a cell that (re)connects may have
+	// restarted and lost a delete it acknowledged.
+	resend map[string]bool
 
 	// stats count what the provisioner did, for Collectors.
 	stats struct {
@@ -49,7 +53,7 @@ type Provisioner struct {
 // New returns a Provisioner.
 func New(keys *Keys, repo *records.Repo, pusher Pusher, log *slog.Logger) *Provisioner {
 	return &Provisioner{Keys: keys, repo: repo, pusher: pusher, log: log, now: time.Now,
-		kick: make(chan struct{}, 1), locks: map[string]*sync.Mutex{}}
+		kick: make(chan struct{}, 1), locks: map[string]*sync.Mutex{}, resend: map[string]bool{}}
 }
 
 // SetPusher sets the pusher after construction (cells are dialled with a
@@ -106,7 +110,7 @@ func (p *Provisioner) Sync(ctx context.Context, orgID, id string) error {
 	}
 	p.stats.pushed.Add(1)
 	if a.Deleted {
-		if err := p.repo.PurgeAccount(orgID, id, a.Generation); err != nil {
+		if err := p.repo.PurgeAccount(orgID, id, a.Generation, p.now()); err != nil {
 			return fmt.Errorf("purging account %s: %w", a.ID, err)
 		}
 		p.log.Info("account removed", "account", a.ID, "public_key", a.PublicKey, "cell", a.Cell)
@@ -120,6 +124,17 @@ func (p *Provisioner) Sync(ctx context.Context, orgID, id string) error {
 		p.log.Debug("account pushed", "account", a.ID, "generation", a.Generation, "cell", a.Cell)
 	}
 	return err
+}
+
+// CellConnected is called whenever the connection to a cell is
+// (re)established: the next pass pushes everything the cell is behind
+// on, and the disabling JWTs of the cell's deleted accounts again, since
+// a cell that restarted may have lost a delete it had acknowledged.
+func (p *Provisioner) CellConnected(cell string) {
+	p.mu.Lock()
+	p.resend[cell] = true
+	p.mu.Unlock()
+	p.Kick()
 }
 
 // Kick asks Run to reconcile now (a cell came back).
@@ -163,7 +178,57 @@ func (p *Provisioner) Reconcile(ctx context.Context) int {
 			p.log.Warn("reconcile: push failed; will retry", "account", a.ID, "cell", a.Cell, "err", err)
 		}
 	}
+	behind += p.resendDeletes(ctx)
 	p.stats.behind.Store(int64(behind))
 	p.stats.passes.Add(1)
+	return behind
+}
+
+// resendDeletes pushes the disabling JWT of every deleted account of each
+// cell marked by CellConnected, and returns how many it could not push
+// because the cell is unavailable (the cell stays marked, so the next
+// pass tries again). A cell that refuses one is logged, not retried.
+func (p *Provisioner) resendDeletes(ctx context.Context) int {
+	p.mu.Lock()
+	cells := make([]string, 0, len(p.resend))
+	for c := range p.resend {
+		cells = append(cells, c)
+	}
+	p.mu.Unlock()
+	behind := 0
+	for _, cell := range cells {
+		ts, err := p.repo.Tombstones(cell)
+		if err != nil {
+			p.log.Error("reconcile: listing deleted accounts", "cell", cell, "err", err)
+			behind++
+			continue
+		}
+		missed := 0
+		for _, t := range ts {
+			if p.pusher == nil {
+				missed++
+				continue
+			}
+			if err := p.pusher.Push(ctx, cell, t.PublicKey, t.JWT); err != nil {
+				p.stats.failed.Add(1)
+				if errors.Is(err, ErrCellUnavailable) {
+					missed++
+				} else {
+					p.log.Warn("reconcile: cell refused a deleted account's JWT", "account", t.AccountID, "cell", cell, "err", err)
+				}
+				continue
+			}
+			p.stats.pushed.Add(1)
+		}
+		if missed == 0 {
+			p.mu.Lock()
+			delete(p.resend, cell)
+			p.mu.Unlock()
+			if len(ts) > 0 {
+				p.log.Debug("deleted accounts pushed again", "cell", cell, "count", len(ts))
+			}
+		}
+		behind += missed
+	}
 	return behind
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/contrail/contrail/controlplane/state"
 )
@@ -131,9 +132,10 @@ func (r *Repo) UpdateAccountAndDeleteUser(orgID, id, userID string, change func(
 }
 
 // PurgeAccount removes a deleted account, its key index and its users,
-// once its cell has the disabling JWT. It does nothing if the account
-// changed since generation gen.
-func (r *Repo) PurgeAccount(orgID, id string, gen uint64) error {
+// once its cell has the disabling JWT, and leaves a Tombstone in their
+// place (in the same batch). It does nothing if the account changed
+// since generation gen.
+func (r *Repo) PurgeAccount(orgID, id string, gen uint64, now time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var a Account
@@ -144,14 +146,39 @@ func (r *Repo) PurgeAccount(orgID, id string, gen uint64) error {
 		return nil
 	}
 	b := new(state.Batch).Delete(acctKey(orgID, id)).Delete("acctkey/" + a.PublicKey)
-	users, err := r.st.Scan("natsuser/" + id + "/")
+	users, err := r.st.Scan("natsuser/"+id+"/", 0)
 	if err != nil {
 		return err
 	}
 	for _, u := range users {
 		b.Delete(u.Key)
 	}
+	ts := &Tombstone{PublicKey: a.PublicKey, AccountID: a.ID, OrgID: a.OrgID, Cell: a.Cell, JWT: a.JWT,
+		DeletedAt: now.UTC()}
+	if err := putJSON(b, tombKey(a.Cell, a.PublicKey), ts); err != nil {
+		return err
+	}
 	return r.st.Apply(b)
+}
+
+// Tombstone is what stays of a deleted account once its cell
+// acknowledged the delete: enough to answer the resolver 404 and to push
+// the disabling JWT again to a cell that lost it (a power cut after the
+// acknowledgement). Tombstones are kept for good; they are small.
+type Tombstone struct {
+	PublicKey string    `json:"public_key"`
+	AccountID string    `json:"account_id"`
+	OrgID     string    `json:"org_id"`
+	Cell      string    `json:"cell"`
+	JWT       string    `json:"jwt"` // the disabling JWT
+	DeletedAt time.Time `json:"deleted_at"`
+}
+
+func tombKey(cell, pub string) string { return "tomb/" + cell + "/" + pub }
+
+// Tombstones lists the deleted accounts of a cell.
+func (r *Repo) Tombstones(cell string) ([]Tombstone, error) {
+	return scan[Tombstone](r, "tomb/"+cell+"/")
 }
 
 func userKey(accountID, id string) string { return "natsuser/" + accountID + "/" + id }

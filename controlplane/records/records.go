@@ -11,9 +11,12 @@
 //	email/<lower-case email>    person id (unique index)
 //	org/<id>                    Org
 //	token/<id>                  Token
+//	tokenof/<person>/<kind>/<id> Token (a person's tokens, by kind)
+//	tokenexp/<unix>/<id>        "<person>/<kind>" (expiry order, for pruning)
 //	acct/<org id>/<account id>  Account
 //	acctkey/<public key>        "<org id>/<account id>" (resolver index)
 //	natsuser/<account id>/<id>  NatsUser
+//	tomb/<cell>/<public key>    Tombstone (a deleted account)
 //	secret/<name>               key material (see Secret)
 //	flag/<name>                 one-time steps done (see Flag)
 //
@@ -154,7 +157,7 @@ func putJSON(b *state.Batch, key string, v any) error {
 }
 
 func scan[T any](r *Repo, prefix string) ([]T, error) {
-	kvs, err := r.st.Scan(prefix)
+	kvs, err := r.st.Scan(prefix, 0)
 	if err != nil {
 		return nil, err
 	}

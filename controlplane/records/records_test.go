@@ -75,7 +75,7 @@ func TestTokens(t *testing.T) {
 	bob, _ := signUp(t, r, "bob@example.com")
 	put := func(p *Person, kind, name string) *Token {
 		tok := &Token{ID: NewID("tok"), Kind: kind, Name: name, PersonID: p.ID, OrgID: p.OrgID, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
-		if err := r.PutToken(tok); err != nil {
+		if err := r.PutToken(tok, t0); err != nil {
 			t.Fatal(err)
 		}
 		return tok
@@ -125,7 +125,7 @@ func TestAccountsAreScopedByOrg(t *testing.T) {
 	if _, err := r.UpdateAccount(other.ID, a.ID, true, func(*Account) error { return nil }); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("updating another org's account = %v", err)
 	}
-	if err := r.PurgeAccount(other.ID, a.ID, 1); !errors.Is(err, ErrNotFound) {
+	if err := r.PurgeAccount(other.ID, a.ID, 1, t0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("purging another org's account = %v", err)
 	}
 	list, err := r.Accounts(acme.ID)
@@ -233,7 +233,7 @@ func TestPurgeAccount(t *testing.T) {
 	if err := r.PutUser(&NatsUser{ID: NewID("nu"), AccountID: a.ID, Name: "u", PublicKey: "UPUB"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.PurgeAccount("org_a", a.ID, 1); err != nil {
+	if err := r.PurgeAccount("org_a", a.ID, 1, t0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Account("org_a", a.ID); err != nil {
@@ -242,13 +242,13 @@ func TestPurgeAccount(t *testing.T) {
 	if _, err := r.UpdateAccount("org_a", a.ID, false, func(a *Account) error { a.Deleted, a.Generation = true, 2; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.PurgeAccount("org_a", a.ID, 1); err != nil {
+	if err := r.PurgeAccount("org_a", a.ID, 1, t0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.AccountRecord("org_a", a.ID); err != nil {
 		t.Fatal("PurgeAccount with a stale generation removed the account")
 	}
-	if err := r.PurgeAccount("org_a", a.ID, 2); err != nil {
+	if err := r.PurgeAccount("org_a", a.ID, 2, t0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.AccountRecord("org_a", a.ID); !errors.Is(err, ErrNotFound) {
@@ -259,6 +259,13 @@ func TestPurgeAccount(t *testing.T) {
 	}
 	if users, _ := r.Users(a.ID); len(users) != 0 {
 		t.Fatalf("users after purge: %+v", users)
+	}
+	ts, err := r.Tombstones("c1")
+	if err != nil || len(ts) != 1 || ts[0].PublicKey != "APUB1" || ts[0].JWT != a.JWT || ts[0].AccountID != a.ID {
+		t.Fatalf("tombstones after purge: %+v, %v", ts, err)
+	}
+	if ts, _ := r.Tombstones("c2"); len(ts) != 0 {
+		t.Fatalf("another cell's tombstones: %+v", ts)
 	}
 }
 

@@ -54,7 +54,7 @@ func (m *Mem) Apply(b *Batch) error {
 }
 
 // Scan implements Store.
-func (m *Mem) Scan(prefix string) ([]KV, error) {
+func (m *Mem) Scan(prefix string, limit int) ([]KV, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.mu.closed {
@@ -67,6 +67,9 @@ func (m *Mem) Scan(prefix string) ([]KV, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
 	return out, nil
 }
 

@@ -63,7 +63,7 @@ func (p *Pebble) Apply(b *Batch) error {
 }
 
 // Scan implements Store.
-func (p *Pebble) Scan(prefix string) ([]KV, error) {
+func (p *Pebble) Scan(prefix string, limit int) ([]KV, error) {
 	opts := &pebble.IterOptions{}
 	if prefix != "" {
 		opts.LowerBound = []byte(prefix)
@@ -76,7 +76,7 @@ func (p *Pebble) Scan(prefix string) ([]KV, error) {
 		return nil, fmt.Errorf("scan %q: %w", prefix, err)
 	}
 	var out []KV
-	for it.First(); it.Valid(); it.Next() {
+	for it.First(); it.Valid() && (limit <= 0 || len(out) < limit); it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {
 			it.Close()

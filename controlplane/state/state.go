@@ -23,8 +23,9 @@ type Store interface {
 	Get(key string) ([]byte, error)
 	// Apply writes the batch atomically and durably.
 	Apply(b *Batch) error
-	// Scan returns every key with the prefix and its value, in key order.
-	Scan(prefix string) ([]KV, error)
+	// Scan returns the keys with the prefix and their values, in key
+	// order: the first limit of them, or all of them if limit <= 0.
+	Scan(prefix string, limit int) ([]KV, error)
 	// Close releases the store; later calls return ErrClosed.
 	Close() error
 }

@@ -35,7 +35,7 @@ func TestStores(t *testing.T) {
 			if err := s.Apply(b); err != nil {
 				t.Fatal(err)
 			}
-			kvs, err := s.Scan("p/")
+			kvs, err := s.Scan("p/", 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func TestStores(t *testing.T) {
 			if err := s.Apply(new(Batch).Delete("p/1").Delete("nope").Put("p/2", []byte("x"))); err != nil {
 				t.Fatal(err)
 			}
-			kvs, _ = s.Scan("p/")
+			kvs, _ = s.Scan("p/", 0)
 			if len(kvs) != 4 || string(kvs[1].Value) != "x" {
 				t.Fatalf("after delete: %v", kvs)
 			}
@@ -53,9 +53,13 @@ func TestStores(t *testing.T) {
 			if err != nil || string(v) != "q" {
 				t.Fatalf("Get q/0 = %q, %v", v, err)
 			}
-			all, _ := s.Scan("")
+			all, _ := s.Scan("", 0)
 			if len(all) != 6 {
 				t.Fatalf("Scan all = %d keys, want 6", len(all))
+			}
+			first, _ := s.Scan("p/", 2)
+			if len(first) != 2 || first[0].Key != "p/0" || first[1].Key != "p/2" {
+				t.Fatalf("Scan p/ limit 2 = %v", first)
 			}
 		})
 	}

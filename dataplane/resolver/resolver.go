@@ -3,21 +3,28 @@
 // serves), from memory (preloaded from the config), and always from a
 // local directory that keeps every JWT the node has seen, so a restarted
 // node serves its tenants while the URL is unreachable.
+//
+// The URL is the authority: when it answers, its answer wins, and a 404
+// from it means the account was deleted, so the stored JWT goes too.
+// When it does not answer (refused, timeout, 5xx), stored JWTs are
+// served. Stored JWTs only move forward: a JWT issued before the one
+// stored is not kept (as nats-server's directory resolver does).
 package resolver
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 )
 
@@ -27,6 +34,13 @@ var ErrNotFound = errors.New("account jwt not found")
 
 // ErrFull is returned by Store when the resolver holds its limit of JWTs.
 var ErrFull = errors.New("resolver store is full")
+
+// ErrStale is returned by Store for a JWT issued before the one it
+// already holds for the account; that one is kept.
+var ErrStale = errors.New("account jwt is older than the one stored")
+
+// maxJWT bounds what is read for one JWT, from the URL or a file.
+const maxJWT = 1 << 20
 
 // Resolver looks account JWTs up: first the URL (when set), then what it
 // has stored. Stored JWTs are what a claim update pushed or what the URL
@@ -38,6 +52,7 @@ var ErrFull = errors.New("resolver store is full")
 type Resolver struct {
 	url    string // base URL; the account key is appended; empty for none
 	dir    string // local store; empty keeps JWTs in memory only
+	fs     vfs.FS // where dir is
 	limit  int    // most JWTs stored; 0 for no bound
 	hard   bool   // Delete removes files rather than renaming them
 	client *http.Client
@@ -52,6 +67,12 @@ type Resolver struct {
 	// downUntil is when the URL, having failed, is asked again; until
 	// then stored JWTs are served without waiting on it (guarded by mu).
 	downUntil time.Time
+
+	// writes serialize the changes of one account's JWT (a stripe per
+	// hash of the key), so compare-and-store and delete are atomic on
+	// disk and in memory. Held across file I/O, never together with mu
+	// held first.
+	writes [64]sync.Mutex
 }
 
 // urlRetryAfter is how long a failed URL is left alone. A node starting
@@ -87,7 +108,10 @@ type Options struct {
 	// HardDelete removes a deleted account's file; otherwise it is kept
 	// renamed to <key>.jwt.deleted, as nats-server does.
 	HardDelete bool
-	Log        *slog.Logger
+	// FS is the filesystem Dir is on; nil for the real one (files 0600,
+	// directories 0700). Tests pass a crashable memory filesystem.
+	FS  vfs.FS
+	Log *slog.Logger
 }
 
 // New builds a resolver and prepares its directory.
@@ -98,9 +122,13 @@ func New(opts Options) (*Resolver, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 2 * time.Second
 	}
+	if opts.FS == nil {
+		opts.FS = privateFS{vfs.Default}
+	}
 	r := &Resolver{
 		url:    opts.URL,
 		dir:    opts.Dir,
+		fs:     opts.FS,
 		limit:  opts.Limit,
 		hard:   opts.HardDelete,
 		client: &http.Client{Timeout: opts.Timeout},
@@ -109,8 +137,23 @@ func New(opts Options) (*Resolver, error) {
 		neg:    map[string]time.Time{},
 	}
 	if r.dir != "" {
-		if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		if err := r.fs.MkdirAll(r.dir, 0o700); err != nil {
 			return nil, fmt.Errorf("resolver dir: %w", err)
+		}
+		// The directory's own entry must survive a power cut too.
+		if err := syncDir(r.fs, r.fs.PathDir(r.dir)); err != nil {
+			return nil, fmt.Errorf("resolver dir: %w", err)
+		}
+		// A crash can leave a temporary file behind; it holds nothing
+		// that was acknowledged.
+		names, err := r.fs.List(r.dir)
+		if err != nil {
+			return nil, fmt.Errorf("resolver dir: %w", err)
+		}
+		for _, n := range names {
+			if strings.HasSuffix(n, tmpSuffix) {
+				r.fs.Remove(r.fs.PathJoin(r.dir, n))
+			}
 		}
 	}
 	for k, v := range opts.Preload {
@@ -142,36 +185,49 @@ func (r *Resolver) Fetch(ctx context.Context, account string) (string, error) {
 		if down {
 			urlErr = fmt.Errorf("account %s: %w", account, ErrUnavailable)
 		} else if token, err := r.fetchURL(ctx, account); err == nil {
-			if serr := r.Store(account, token); serr != nil {
+			kept, serr := r.store(account, token)
+			if serr != nil && !errors.Is(serr, ErrStale) {
+				// Served all the same; only a restart with the URL down
+				// misses it.
 				r.log.Warn("keeping account jwt locally failed", "account", account, "err", serr)
+				return strings.TrimSpace(token), nil
 			}
-			return token, nil
+			return kept, nil
+		} else if errors.Is(err, ErrNotFound) {
+			// The authority says there is no such account: one that was
+			// deleted must not live on in the directory.
+			if derr := r.Delete(account); derr != nil {
+				r.log.Warn("forgetting an account the resolver url does not know failed", "account", account, "err", derr)
+			}
+			r.negative(account)
+			return "", err
 		} else {
 			urlErr = err
-			if !errors.Is(err, ErrNotFound) {
-				r.mu.Lock()
-				r.downUntil = time.Now().Add(urlRetryAfter)
-				r.mu.Unlock()
-				r.log.Warn("resolver url failed, serving the stored account jwt meanwhile",
-					"account", account, "err", err, "retry_after", urlRetryAfter)
-			}
+			r.mu.Lock()
+			r.downUntil = time.Now().Add(urlRetryAfter)
+			r.mu.Unlock()
+			r.log.Warn("resolver url failed, serving the stored account jwt meanwhile",
+				"account", account, "err", err, "retry_after", urlRetryAfter)
 		}
 	}
 	if token, ok := r.stored(account); ok {
 		return token, nil
 	}
-	if urlErr == nil || errors.Is(urlErr, ErrNotFound) {
-		r.mu.Lock()
-		if len(r.neg) >= negativeMax {
-			clear(r.neg)
-		}
-		r.neg[account] = time.Now().Add(negativeTTL)
-		r.mu.Unlock()
-	}
 	if urlErr != nil {
 		return "", urlErr
 	}
+	r.negative(account)
 	return "", fmt.Errorf("account %s: %w", account, ErrNotFound)
+}
+
+// negative remembers, briefly, that no source knows account.
+func (r *Resolver) negative(account string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.neg) >= negativeMax {
+		clear(r.neg)
+	}
+	r.neg[account] = time.Now().Add(negativeTTL)
 }
 
 func (r *Resolver) fetchURL(ctx context.Context, account string) (string, error) {
@@ -184,7 +240,7 @@ func (r *Resolver) fetchURL(ctx context.Context, account string) (string, error)
 		return "", fmt.Errorf("resolver url: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWT))
 	if err != nil {
 		return "", fmt.Errorf("resolver url: %w", err)
 	}
@@ -207,7 +263,7 @@ func (r *Resolver) stored(account string) (string, bool) {
 	if r.dir == "" {
 		return "", false
 	}
-	b, err := os.ReadFile(filepath.Join(r.dir, account+".jwt"))
+	b, err := readFile(r.fs, r.path(account))
 	if err != nil {
 		return "", false
 	}
@@ -218,26 +274,63 @@ func (r *Resolver) stored(account string) (string, bool) {
 	return token, true
 }
 
-// Store keeps token for account in memory and, durably, in the directory.
+// tmpSuffix ends the names of files being written.
+const tmpSuffix = ".tmp"
+
+func (r *Resolver) path(account string) string { return r.fs.PathJoin(r.dir, account+".jwt") }
+
+// writeLock is the lock that serializes changes to account's JWT.
+func (r *Resolver) writeLock(account string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(account))
+	return &r.writes[h.Sum32()%uint32(len(r.writes))]
+}
+
+// Store keeps token for account in memory and, durably, in the directory,
+// unless the JWT already stored was issued later (ErrStale; that one is
+// kept). JWTs are compared by their iat, read without verifying them:
+// verifying is the server's job, and the stored one was verified when it
+// came.
 func (r *Resolver) Store(account, token string) error {
+	_, err := r.store(account, token)
+	return err
+}
+
+// store is Store returning the JWT that is kept.
+func (r *Resolver) store(account, token string) (string, error) {
 	if !nkeys.IsValidPublicAccountKey(account) {
-		return fmt.Errorf("account %q: not an account public key", account)
+		return "", fmt.Errorf("account %q: not an account public key", account)
 	}
 	token = strings.TrimSpace(token)
-	if r.limit > 0 {
-		if _, known := r.stored(account); !known && len(r.Stored()) >= r.limit {
-			return fmt.Errorf("account %s: %w (limit %d)", account, ErrFull, r.limit)
+	l := r.writeLock(account)
+	l.Lock()
+	defer l.Unlock()
+	old, known := r.stored(account)
+	if known && issuedAt(old) > issuedAt(token) {
+		return old, fmt.Errorf("account %s: %w", account, ErrStale)
+	}
+	if r.limit > 0 && !known && len(r.Stored()) >= r.limit {
+		return "", fmt.Errorf("account %s: %w (limit %d)", account, ErrFull, r.limit)
+	}
+	if r.dir != "" && (!known || old != token) {
+		if err := writeFileAtomic(r.fs, r.path(account), r.path(account)+tmpSuffix, []byte(token+"\n")); err != nil {
+			return "", err
 		}
 	}
 	r.mu.Lock()
 	delete(r.neg, account)
-	same := r.mem[account] == token
 	r.mem[account] = token
 	r.mu.Unlock()
-	if r.dir == "" || same {
-		return nil
+	return token, nil
+}
+
+// issuedAt is a JWT's iat, or 0 when it cannot be read.
+func issuedAt(token string) int64 {
+	c, err := jwt.DecodeGeneric(token)
+	if err != nil {
+		return 0
 	}
-	return writeFileAtomic(filepath.Join(r.dir, account+".jwt"), []byte(token+"\n"))
+	return c.IssuedAt
 }
 
 // Stored lists the accounts with a JWT on hand, for loading at start-up.
@@ -249,9 +342,9 @@ func (r *Resolver) Stored() []string {
 	}
 	r.mu.Unlock()
 	if r.dir != "" {
-		entries, _ := os.ReadDir(r.dir)
-		for _, e := range entries {
-			if k, ok := strings.CutSuffix(e.Name(), ".jwt"); ok && nkeys.IsValidPublicAccountKey(k) {
+		names, _ := r.fs.List(r.dir)
+		for _, n := range names {
+			if k, ok := strings.CutSuffix(n, ".jwt"); ok && nkeys.IsValidPublicAccountKey(k) {
 				seen[k] = true
 			}
 		}
@@ -263,50 +356,28 @@ func (r *Resolver) Stored() []string {
 	return out
 }
 
-// writeFileAtomic replaces path with data so a crash leaves the old file
-// or the new one, never half of either.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("store %s: %w", filepath.Base(path), err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("store %s: %w", filepath.Base(path), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("store %s: %w", filepath.Base(path), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("store %s: %w", filepath.Base(path), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("store %s: %w", filepath.Base(path), err)
-	}
-	return nil
-}
-
-// Delete forgets an account's JWT, in memory and on disk.
+// Delete forgets an account's JWT, in memory and, durably, on disk.
 func (r *Resolver) Delete(account string) error {
 	if !nkeys.IsValidPublicAccountKey(account) {
 		return fmt.Errorf("account %q: not an account public key", account)
 	}
+	l := r.writeLock(account)
+	l.Lock()
+	defer l.Unlock()
 	r.mu.Lock()
 	delete(r.mem, account)
 	r.mu.Unlock()
 	if r.dir == "" {
 		return nil
 	}
-	path := filepath.Join(r.dir, account+".jwt")
+	path := r.path(account)
 	var err error
 	if r.hard {
-		err = os.Remove(path)
-	} else {
-		err = os.Rename(path, path+".deleted")
+		err = removeDurable(r.fs, path)
+	} else if _, serr := r.fs.Stat(path); serr == nil {
+		err = renameDurable(r.fs, path, path+".deleted")
 	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err != nil {
 		return fmt.Errorf("delete %s: %w", account, err)
 	}
 	return nil

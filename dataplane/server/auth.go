@@ -24,7 +24,9 @@ type Resolver interface {
 	// ErrUnknownAccount when there is none.
 	Fetch(ctx context.Context, account string) (string, error)
 	// Store keeps a JWT pushed as a claim update, so the node serves it
-	// after a restart even if the resolver's source is down.
+	// after a restart even if the resolver's source is down. It compares
+	// and stores atomically: a JWT issued (iat) before the one it holds
+	// for the account is refused with an error and the held one kept.
 	Store(account, token string) error
 	// Delete forgets a deleted account's JWT.
 	Delete(account string) error
@@ -227,6 +229,12 @@ func (s *Server) loadAccount(ctx context.Context, name string) (*Account, error)
 // is stored either way so the node serves it after a restart. It returns
 // the account's public key. want, when not empty, is the account the
 // update was addressed to: a JWT about another account is refused.
+//
+// A JWT issued before the one in use or stored is refused. Concurrent
+// pushes of one account cannot leave the older JWT behind: the resolver
+// compares and stores under one lock (see Resolver.Store), and
+// installClaims compares and installs under another, so the newest wins
+// on disk and in memory whatever order the pushes run in.
 func (s *Server) UpdateAccountClaims(token, want string) (string, error) {
 	if s.op == nil {
 		return "", errors.New("not in operator mode")
@@ -238,13 +246,14 @@ func (s *Server) UpdateAccountClaims(token, want string) (string, error) {
 	name := ac.Subject
 	s.accts.mu.Lock()
 	a := s.accts.m[name]
+	s.accts.mu.Unlock()
+	// An early answer for the common stale case; the resolver's
+	// compare-and-store is what makes it hold under concurrency.
 	if a != nil {
 		if old := a.claims.Load(); old != nil && old.IssuedAt > ac.IssuedAt {
-			s.accts.mu.Unlock()
 			return name, fmt.Errorf("account %s: jwt issued at %d is older than the one in use (%d)", name, ac.IssuedAt, old.IssuedAt)
 		}
 	}
-	s.accts.mu.Unlock()
 	if err := s.op.Resolver.Store(name, token); err != nil {
 		return name, fmt.Errorf("account %s: storing jwt: %w", name, err)
 	}
