@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -18,6 +19,21 @@ const persistEvery = 100 * time.Millisecond
 // fcThreshold is how many bytes a flow-controlled push consumer sends
 // between flow control requests.
 const fcThreshold = 256 << 10
+
+// A delivery pass takes at most passMsgs messages or passBytes bytes
+// (plus the one message that crosses the line) under c.mu before it lets
+// go, sends them, and goes again: the stream's apply path, acks and API
+// calls wait for c.mu at most one batch, and a backlog of large messages
+// is never held in memory whole. Redelivery, max_ack_pending, flow
+// control and pull request accounting are all kept under c.mu, so a
+// pass may stop anywhere and the next one continues in order.
+const (
+	passMsgs  = 256
+	passBytes = 1 << 20
+)
+
+// aheadBytes bounds the read-ahead buffer's message bytes the same way.
+const aheadBytes = passBytes
 
 // outMsg is a message the delivery loop publishes once it drops c.mu:
 // routed by to (a pull request's inbox, a deliver subject) and presented
@@ -84,7 +100,12 @@ func (c *consumer) deliver() time.Time {
 	if paused {
 		consider(*cfg.PauseUntil)
 	} else {
-		consider(c.deliverLocked(now, &out))
+		at, more := c.deliverLocked(now, &out)
+		consider(at)
+		if more {
+			// The pass is full: send it, then come straight back.
+			c.wake()
+		}
 		if c.awaitingInterestLocked() {
 			consider(now.Add(interestPoll))
 		}
@@ -158,27 +179,32 @@ func (c *consumer) targetLocked() (string, *pullRequest) {
 }
 
 // deliverLocked hands out messages while a target and the limits allow;
-// it returns when pacing (replay original, rate limit) wants it back.
-func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
+// it returns when pacing (replay original, rate limit) wants it back, and
+// more once the pass holds passMsgs messages or passBytes bytes.
+func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) (at time.Time, more bool) {
 	cfg := c.mu.cfg
+	taken, takenBytes := 0, 0
 	for {
+		if taken >= passMsgs || takenBytes >= passBytes {
+			return time.Time{}, true
+		}
 		target, req := c.targetLocked()
 		if target == "" {
-			return time.Time{}
+			return time.Time{}, false
 		}
 		// At max_ack_pending only redeliveries go out: they do not add
 		// to what is pending.
 		atMax := cfg.AckPolicy != api.AckNone && cfg.MaxAckPending > 0 && len(c.mu.pending) >= cfg.MaxAckPending
 		if atMax && len(c.mu.rdq) == 0 {
-			return time.Time{}
+			return time.Time{}, false
 		}
 		m, redelivery, ok := c.peekLocked()
 		if !ok {
 			c.endNoWaitLocked(out)
-			return time.Time{}
+			return time.Time{}, false
 		}
 		if atMax && !redelivery {
-			return time.Time{}
+			return time.Time{}, false
 		}
 		dc := uint64(1)
 		if p := c.mu.pending[m.Seq]; p != nil {
@@ -203,7 +229,7 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 		// as nats-server and nats.go count it against max_bytes.
 		size := len(m.Subject) + len(reply) + len(hdr) + len(data)
 		if at := c.paceLocked(now, m.Time, size); !at.IsZero() {
-			return at
+			return at, false
 		}
 		if req != nil && req.maxBytes > 0 && req.b+size > req.maxBytes {
 			// The message does not fit what is left of this request.
@@ -226,6 +252,8 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 		c.mu.lastDel = now
 		c.mu.dirty = true
 		*out = append(*out, outMsg{to: target, subject: m.Subject, reply: reply, hdr: hdr, data: data})
+		taken++
+		takenBytes += size
 		if req != nil {
 			req.n++
 			req.b += size
@@ -293,6 +321,9 @@ func (c *consumer) peekLocked() (store.Message, bool, bool) {
 // readAhead is how many stream sequences one scan covers.
 const readAhead = 512
 
+// errAheadFull ends a read-ahead scan that holds aheadBytes.
+var errAheadFull = errors.New("read-ahead full")
+
 // readAheadLocked returns the next matching message from a buffer filled
 // by sequential scans, so a busy consumer reads the store in runs instead
 // of one lookup per message. A message deleted after it was read ahead
@@ -313,22 +344,30 @@ func (c *consumer) readAheadLocked(durable uint64) (store.Message, bool, bool) {
 			return store.Message{}, false, false
 		}
 		end := min(durable+1, from+readAhead)
+		held := 0
 		err := c.s.ap.st.ScanMsgs(c.s.id, from, end, func(m *store.Message) error {
-			if c.matches(m.Subject) {
-				// The scan's slices are reused: copy headers and data into
-				// one allocation.
-				buf := make([]byte, len(m.Header)+len(m.Data))
-				n := copy(buf, m.Header)
-				copy(buf[n:], m.Data)
-				cp := store.Message{Seq: m.Seq, Subject: m.Subject, Data: buf[n:], Time: m.Time, TTL: m.TTL}
-				if n > 0 {
-					cp.Header = buf[:n:n]
-				}
-				c.mu.ahead = append(c.mu.ahead, cp)
+			if !c.matches(m.Subject) {
+				return nil
+			}
+			// The scan's slices are reused: copy headers and data into
+			// one allocation.
+			buf := make([]byte, len(m.Header)+len(m.Data))
+			n := copy(buf, m.Header)
+			copy(buf[n:], m.Data)
+			cp := store.Message{Seq: m.Seq, Subject: m.Subject, Data: buf[n:], Time: m.Time, TTL: m.TTL}
+			if n > 0 {
+				cp.Header = buf[:n:n]
+			}
+			c.mu.ahead = append(c.mu.ahead, cp)
+			if held += len(buf); held >= aheadBytes {
+				// Large messages: the run ends here, the rest is read
+				// when these are gone.
+				end = m.Seq + 1
+				return errAheadFull
 			}
 			return nil
 		})
-		if err != nil {
+		if err != nil && !errors.Is(err, errAheadFull) {
 			return store.Message{}, false, false
 		}
 		c.mu.aheadTo = end
