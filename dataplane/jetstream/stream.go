@@ -270,22 +270,18 @@ func (s *stream) snapshotState() store.StreamState {
 }
 
 // firstAtOrAfter finds the first committed message stored at or after t
-// (unix nanos), or the next sequence to be assigned if there is none.
+// (unix nanos), or the next sequence to be assigned if there is none: a
+// binary search over the stream's sequences, not a scan.
 func (s *stream) firstAtOrAfter(t int64) (uint64, error) {
 	st := s.snapshotState()
-	found := st.LastSeq + 1
-	stop := errors.New("stop")
-	err := s.ap.st.ScanMsgs(s.id, st.FirstSeq, st.LastSeq+1, func(m *store.Message) error {
-		if m.Time >= t {
-			found = m.Seq
-			return stop
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, stop) {
-		return 0, err
+	if st.Msgs == 0 || t > st.LastTime {
+		return st.LastSeq + 1, nil
 	}
-	return found, nil
+	seq, ok, err := s.ap.st.SeqAtTime(s.id, st.FirstSeq, st.LastSeq, t)
+	if err != nil || !ok {
+		return st.LastSeq + 1, err
+	}
+	return seq, nil
 }
 
 // consumersLocked lists the stream's consumers.
