@@ -169,13 +169,14 @@ func msgSize(subject string, hdr, data []byte) uint64 {
 	return uint64(len(subject) + len(hdr) + len(data) + 16)
 }
 
-// info snapshots the stream for API replies.
+// info snapshots the stream for API replies. Its cost does not grow with
+// the stream: the counts come from the state in memory, num_subjects from
+// the per-subject summaries; only subject and deleted details, when asked
+// for, read the store.
 func (s *stream) info(req *api.StreamInfoRequest) (*api.StreamInfo, *api.Error) {
 	s.mu.Lock()
 	cfg := s.mu.cfg
 	st := s.mu.state
-	s.mu.Unlock()
-	s.mu.Lock()
 	nc := len(s.mu.cons)
 	s.mu.Unlock()
 	si := &api.StreamInfo{
@@ -187,7 +188,11 @@ func (s *stream) info(req *api.StreamInfoRequest) (*api.StreamInfo, *api.Error) 
 	}
 	si.State.Consumers = nc
 	if req != nil && req.DeletedDetails && si.State.NumDeleted > 0 {
-		si.State.Deleted = s.deletedSeqs(st)
+		del, err := s.deletedSeqs(st)
+		if err != nil {
+			return nil, api.NewStreamGeneralError(err)
+		}
+		si.State.Deleted = del
 	}
 	if req != nil && req.SubjectsFilter != "" && st.Msgs > 0 {
 		subs := map[string]uint64{}
@@ -203,17 +208,34 @@ func (s *stream) info(req *api.StreamInfoRequest) (*api.StreamInfo, *api.Error) 
 		}
 	}
 	if st.Msgs > 0 {
-		// Streams that keep per-subject summaries (KV buckets, any
-		// per-subject limit) know the count; others scan the index.
-		s.mu.Lock()
-		n, known := len(s.mu.subjects), s.mu.subjects != nil
-		s.mu.Unlock()
-		if !known {
-			s.ap.st.SubjectStates(s.id, ">", func(store.SubjectState) error { n++; return nil })
+		n, err := s.numSubjects()
+		if err != nil {
+			return nil, api.Prefer(err, api.NewStreamGeneralError(err))
 		}
 		si.State.NumSubjects = n
 	}
 	return si, nil
+}
+
+// numSubjects counts the stream's subjects from its per-subject
+// summaries. A stream that keeps none yet (no per-subject limit, no
+// STREAM.INFO since it was loaded) has them built once, by its applier
+// from the subject index, and maintained by every write from then on: the
+// one walk is paid once, not by every request. The summaries cost memory
+// per subject, as nats-server's per-subject index does.
+func (s *stream) numSubjects() (int, error) {
+	s.mu.Lock()
+	n, known := len(s.mu.subjects), s.mu.subjects != nil
+	s.mu.Unlock()
+	if known {
+		return n, nil
+	}
+	if r := s.ap.apply(&proposal{s: s, kind: propSubjects}); r.err != nil {
+		return 0, r.err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.mu.subjects), nil
 }
 
 func stateOf(st store.StreamState) api.StreamState {
@@ -235,23 +257,31 @@ func stateOf(st store.StreamState) api.StreamState {
 	return out
 }
 
-// deletedSeqs lists the interior gaps between first and last.
-func (s *stream) deletedSeqs(st store.StreamState) []uint64 {
-	var out []uint64
+// deletedSeqs lists the sequences between first and last that hold no
+// message. It reads message keys only as far as the last gap: the count
+// of gaps is known from the state.
+func (s *stream) deletedSeqs(st store.StreamState) ([]uint64, error) {
+	want := st.LastSeq - st.FirstSeq + 1 - st.Msgs
+	out := make([]uint64, 0, min(want, 1<<16))
 	next := st.FirstSeq
-	s.ap.st.ScanMsgs(s.id, st.FirstSeq, st.LastSeq+1, func(m *store.Message) error {
-		for ; next < m.Seq; next++ {
+	err := s.ap.st.MsgSeqs(s.id, st.FirstSeq, st.LastSeq+1, func(seq uint64) bool {
+		for ; next < seq; next++ {
 			out = append(out, next)
 		}
-		next = m.Seq + 1
-		return nil
+		next = seq + 1
+		return uint64(len(out)) < want
 	})
-	// Messages removed after the last one still held are gaps too:
-	// last_seq stays where it was.
-	for ; next <= st.LastSeq; next++ {
-		out = append(out, next)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	if uint64(len(out)) < want {
+		// Messages removed after the last one still held are gaps too:
+		// last_seq stays where it was.
+		for ; next <= st.LastSeq; next++ {
+			out = append(out, next)
+		}
+	}
+	return out, nil
 }
 
 // apiLevel is the JetStream API level Contrail reports (ADR-44).

@@ -69,6 +69,8 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		ap.batch.DeleteConsumer(s.id, p.cons.name)
 	case propInterestCheck:
 		r.err = s.dropUninterestedLocked(p.seq, ap)
+	case propSubjects:
+		_, r.err = s.subjectsLocked(ap)
 	}
 	if s.mu.dirty {
 		ap.markDirty(s)

@@ -71,3 +71,25 @@ func (s *Store) firstMsgIn(stream, from, to uint64) (seq uint64, ts int64, found
 	})
 	return seq, ts, found, err
 }
+
+// MsgSeqs calls fn with the sequence of each message in [first, last), in
+// order, while fn returns true. It reads keys only: no checksum, no
+// decoding, whatever the messages' size.
+func (s *Store) MsgSeqs(stream, first, last uint64, fn func(seq uint64) bool) error {
+	if err := s.life.acquire(); err != nil {
+		return err
+	}
+	defer s.life.release()
+	lo := msgKey(make([]byte, 0, 18), stream, first)
+	hi := msgKey(make([]byte, 0, 18), stream, last)
+	err := s.eng.scan(lo, hi, false, func(k, _ []byte) (bool, error) {
+		if len(k) != 18 {
+			return false, corruptf(k, "bad message key")
+		}
+		return fn(binary.BigEndian.Uint64(k[10:])), nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: message sequences of stream %d in [%d, %d): %w", stream, first, last, err)
+	}
+	return nil
+}

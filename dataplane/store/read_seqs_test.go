@@ -3,6 +3,7 @@ package store
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"testing"
 )
 
@@ -100,6 +101,24 @@ func TestSeqAtTime(t *testing.T) {
 		}
 		if _, ok, _ := h.s.SeqAtTime(2, 0, math.MaxUint64, 0); ok {
 			t.Fatal("empty stream answered")
+		}
+	})
+}
+
+func TestMsgSeqs(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		fill(h, 1, 30, "a", "b")
+		fill(h, 2, 5, "c")
+		h.apply(func(b *Batch) {
+			b.DeleteMsg(1, 4, "b")
+			b.PurgeRange(1, 10, 20)
+		})
+		var got []uint64
+		if err := h.s.MsgSeqs(1, 2, 25, func(seq uint64) bool { got = append(got, seq); return seq < 22 }); err != nil {
+			t.Fatal(err)
+		}
+		if want := []uint64{2, 3, 5, 6, 7, 8, 9, 20, 21, 22}; !slices.Equal(got, want) {
+			t.Fatalf("sequences %v, want %v", got, want)
 		}
 	})
 }
