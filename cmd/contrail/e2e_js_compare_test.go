@@ -476,6 +476,13 @@ func TestJSCompareStreamInfoCounts(t *testing.T) {
 				apiStep{name: "delete 41", subj: "$JS.API.STREAM.MSG.DELETE.C", body: `{"seq":41,"no_erase":true}`},
 				apiStep{name: "delete 55", subj: "$JS.API.STREAM.MSG.DELETE.C", body: `{"seq":55}`},
 				apiStep{name: "delete last", subj: "$JS.API.STREAM.MSG.DELETE.C", body: `{"seq":60}`},
+				// The newest message of a subject deleted: the one before is
+				// its last sequence now.
+				apiStep{name: "publish k 61", subj: "c.k", body: "k1"},
+				apiStep{name: "publish k 62", subj: "c.k", body: "k2"},
+				apiStep{name: "delete 62", subj: "$JS.API.STREAM.MSG.DELETE.C", body: `{"seq":62}`},
+				apiStep{name: "publish expecting the deleted last", subj: "c.k", body: "x", hdr: []string{"Nats-Expected-Last-Subject-Sequence", "62"}},
+				apiStep{name: "publish expecting the one before", subj: "c.k", body: "k3", hdr: []string{"Nats-Expected-Last-Subject-Sequence", "61"}},
 				info("after deletes", ""),
 				info("deleted details", `{"deleted_details":true}`),
 				apiStep{name: "purge subject", subj: "$JS.API.STREAM.PURGE.C", body: `{"filter":"c.2.*"}`},

@@ -35,6 +35,7 @@ type stream struct {
 		dedup       map[string]dedupRec      // Nats-Msg-Id → where it went; guarded by mu
 		lastMsgID   string                   // guarded by mu
 		subjects    map[string]*subjectState // nil until first needed; guarded by mu
+		build       *subjectBuild            // subjects being built, if so; guarded by mu
 		removed     bool                     // guarded by mu
 		dirty       bool                     // state changed since its summary was written; guarded by mu
 		stateQueued bool                     // the applier will write the summary this group; guarded by mu
@@ -220,22 +221,22 @@ func (s *stream) info(req *api.StreamInfoRequest) (*api.StreamInfo, *api.Error) 
 // numSubjects counts the stream's subjects from its per-subject
 // summaries. A stream that keeps none yet (no per-subject limit, no
 // STREAM.INFO since it was loaded) has them built once, by its applier
-// from the subject index, and maintained by every write from then on: the
-// one walk is paid once, not by every request. The summaries cost memory
-// per subject, as nats-server's per-subject index does.
+// from the subject index in bounded steps, and maintained by every write
+// from then on: the one walk is paid once, not by every request, and never
+// holds up other streams for long. The summaries cost memory per subject,
+// as nats-server's per-subject index does.
 func (s *stream) numSubjects() (int, error) {
-	s.mu.Lock()
-	n, known := len(s.mu.subjects), s.mu.subjects != nil
-	s.mu.Unlock()
-	if known {
-		return n, nil
+	for {
+		s.mu.Lock()
+		n, known := len(s.mu.subjects), s.mu.subjects != nil
+		s.mu.Unlock()
+		if known {
+			return n, nil
+		}
+		if r := s.ap.apply(&proposal{s: s, kind: propSubjects}); r.err != nil {
+			return 0, r.err
+		}
 	}
-	if r := s.ap.apply(&proposal{s: s, kind: propSubjects}); r.err != nil {
-		return 0, r.err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.mu.subjects), nil
 }
 
 func stateOf(st store.StreamState) api.StreamState {

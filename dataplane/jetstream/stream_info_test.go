@@ -107,3 +107,128 @@ func (r rawJSON) MarshalJSON() ([]byte, error) {
 	}
 	return []byte(r), nil
 }
+
+// TestSubjectsBuildInSteps: summaries built a few index entries per step,
+// with publishes, deletes, purges and evictions landing between the
+// steps, end up equal to what a scan of the stream finds, subject by
+// subject (count, first and last sequence).
+func TestSubjectsBuildInSteps(t *testing.T) {
+	defer func(n int) { subjectsStep = n }(subjectsStep)
+	subjectsStep = 7
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { buildInSteps(t, seed) })
+	}
+}
+
+func buildInSteps(t *testing.T, seed uint64) {
+	e, acc, _ := openEngine(t, vfs.NewMem())
+	createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, MaxMsgs: 300})
+	e.mu.Lock()
+	s := e.mu.accounts["A"].lookup("S")
+	e.mu.Unlock()
+	rng := rand.New(rand.NewPCG(seed, 4))
+	subj := func() string { return fmt.Sprintf("s.%02d", rng.IntN(30)) }
+	for range 250 {
+		publish(t, acc, subj(), nil, []byte("x"))
+	}
+	steps := 0
+	for {
+		s.mu.Lock()
+		done := s.mu.subjects != nil
+		s.mu.Unlock()
+		if done {
+			break
+		}
+		if r := s.ap.apply(&proposal{s: s, kind: propSubjects}); r.err != nil {
+			t.Fatal(r.err)
+		}
+		steps++
+		switch rng.IntN(6) {
+		case 0, 1:
+			for range 1 + rng.IntN(20) { // some past max_msgs: evictions
+				publish(t, acc, subj(), nil, []byte("x"))
+			}
+		case 2:
+			// Deletes near the end hit subjects' newest messages.
+			var ok api.SuccessResponse
+			st := s.snapshotState()
+			for range 3 {
+				acc.apiCall(t, "$JS.API.STREAM.MSG.DELETE.S", api.MsgDeleteRequest{Seq: st.LastSeq - uint64(rng.IntN(40))}, &ok)
+				acc.apiCall(t, "$JS.API.STREAM.MSG.DELETE.S", api.MsgDeleteRequest{Seq: st.FirstSeq + uint64(rng.IntN(int(st.LastSeq-st.FirstSeq+1)))}, &ok)
+			}
+		case 3:
+			var pr api.StreamPurgeResponse
+			acc.apiCall(t, "$JS.API.STREAM.PURGE.S", api.StreamPurgeRequest{Subject: subj()}, &pr)
+		case 4:
+			var pr api.StreamPurgeResponse
+			acc.apiCall(t, "$JS.API.STREAM.PURGE.S", api.StreamPurgeRequest{Subject: subj(), Keep: 2}, &pr)
+		}
+		if steps > 10000 {
+			t.Fatal("build never ends")
+		}
+	}
+	if steps < 10 {
+		t.Fatalf("built in %d steps: the test did not interleave", steps)
+	}
+	want := map[string]subjectState{}
+	err := s.ap.st.ScanMsgs(s.id, 0, ^uint64(0), func(m *store.Message) error {
+		ss := want[m.Subject]
+		if ss.msgs == 0 {
+			ss.first = m.Seq
+		}
+		ss.msgs++
+		ss.last = m.Seq
+		want[m.Subject] = ss
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.mu.subjects) != len(want) {
+		t.Errorf("%d subjects summarised, the stream holds %d", len(s.mu.subjects), len(want))
+	}
+	for subj, w := range want {
+		if got := s.mu.subjects[subj]; got == nil || *got != w {
+			t.Errorf("subject %s: summary %+v, stream holds %+v", subj, got, w)
+		}
+	}
+	t.Logf("built in %d steps", steps)
+}
+
+// TestSubjectsBuildStopsInASubject: a step that ends inside a subject,
+// then deletes of that subject's newest message read so far and of one
+// not read yet: the summary ends with what the stream holds.
+func TestSubjectsBuildStopsInASubject(t *testing.T) {
+	defer func(n int) { subjectsStep = n }(subjectsStep)
+	subjectsStep = 2
+	e, acc, _ := openEngine(t, vfs.NewMem())
+	createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
+	e.mu.Lock()
+	s := e.mu.accounts["A"].lookup("S")
+	e.mu.Unlock()
+	for range 3 {
+		publish(t, acc, "s.x", nil, []byte("x"))
+	}
+	if r := s.ap.apply(&proposal{s: s, kind: propSubjects}); r.err != nil { // reads seqs 1 and 2
+		t.Fatal(r.err)
+	}
+	for _, seq := range []uint64{2, 3} {
+		var ok api.SuccessResponse
+		acc.apiCall(t, "$JS.API.STREAM.MSG.DELETE.S", api.MsgDeleteRequest{Seq: seq}, &ok)
+		if !ok.Success {
+			t.Fatalf("delete %d: %+v", seq, ok)
+		}
+	}
+	for range 3 {
+		if r := s.ap.apply(&proposal{s: s, kind: propSubjects}); r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if got := s.mu.subjects["s.x"]; got == nil || *got != (subjectState{msgs: 1, first: 1, last: 1}) {
+		t.Fatalf("summary of s.x: %+v, want 1 message, first and last 1", got)
+	}
+}

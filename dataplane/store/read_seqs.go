@@ -1,8 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math"
 )
 
 // SeqAtTime returns the first message with sequence in [first, last] stored
@@ -92,4 +95,110 @@ func (s *Store) MsgSeqs(stream, first, last uint64, fn func(seq uint64) bool) er
 		return fmt.Errorf("store: message sequences of stream %d in [%d, %d): %w", stream, first, last, err)
 	}
 	return nil
+}
+
+// IndexCursor is a position in a stream's subject index, whose order is
+// subject (as strings compare), then sequence. The zero cursor is the
+// start of the index.
+type IndexCursor struct {
+	Subject string
+	Seq     uint64
+}
+
+// Before reports whether the index entry of (subject, seq) comes before
+// the cursor.
+func (c IndexCursor) Before(subject string, seq uint64) bool {
+	return subject < c.Subject || (subject == c.Subject && seq < c.Seq)
+}
+
+// SubjectStatesFrom summarises up to limit subject index entries from
+// cursor from on, in index order: fn gets one SubjectState per run of one
+// subject (the first and the last run may be part of a subject that
+// continues before or after them). It returns the cursor of the first
+// entry not read, with more false once the index is exhausted (a limit
+// of zero or less reads it all). It reads
+// keys only, so a caller can walk a large index in bounded steps.
+func (s *Store) SubjectStatesFrom(stream uint64, from IndexCursor, limit int, fn func(SubjectState)) (next IndexCursor, more bool, err error) {
+	if err := s.life.acquire(); err != nil {
+		return from, false, err
+	}
+	defer s.life.release()
+	if limit <= 0 {
+		limit = math.MaxInt
+	}
+	lo := subjectKey(nil, stream, from.Subject, from.Seq)
+	hi := prefixEnd(dataPrefix(nil, stream, kindSubject))
+	var (
+		cur    SubjectState
+		curRaw []byte
+		have   bool
+		n      int
+	)
+	err = s.eng.scan(lo, hi, false, func(k, v []byte) (bool, error) {
+		if _, err := unseal(k, v); err != nil {
+			return false, err
+		}
+		if len(k) < 10+2+8 {
+			return false, corruptf(k, "short subject index key")
+		}
+		raw, seq := k[10:len(k)-8], binary.BigEndian.Uint64(k[len(k)-8:])
+		if have && bytes.Equal(raw, curRaw) && n < limit {
+			cur.Msgs, cur.Last = cur.Msgs+1, seq
+			n++
+			return true, nil
+		}
+		subj, rest, ok := decodeEscaped(raw)
+		if !ok || len(rest) != 0 {
+			return false, corruptf(k, "bad subject in index key")
+		}
+		if n >= limit {
+			next, more = IndexCursor{Subject: subj, Seq: seq}, true
+			return false, nil
+		}
+		if have {
+			fn(cur)
+		}
+		curRaw = append(curRaw[:0], raw...)
+		cur, have = SubjectState{Subject: subj, Msgs: 1, First: seq, Last: seq}, true
+		n++
+		return true, nil
+	})
+	if err != nil {
+		return from, false, fmt.Errorf("store: subject index of stream %d from %q/%d: %w", stream, from.Subject, from.Seq, err)
+	}
+	if have {
+		fn(cur)
+	}
+	return next, more, nil
+}
+
+// PrevSubjectSeq returns the newest message of the literal subject with
+// sequence below before, or ok false if there is none: one reverse seek
+// in the subject index (entries whose message is gone are skipped).
+func (s *Store) PrevSubjectSeq(stream uint64, subj string, before uint64) (seq uint64, ok bool, err error) {
+	if err := s.life.acquire(); err != nil {
+		return 0, false, err
+	}
+	defer s.life.release()
+	lo := subjectPrefix(nil, stream, subj)
+	hi := subjectKey(nil, stream, subj, before)
+	err = s.eng.scan(lo, hi, true, func(k, v []byte) (bool, error) {
+		if _, err := unseal(k, v); err != nil {
+			return false, err
+		}
+		cand := binary.BigEndian.Uint64(k[len(k)-8:])
+		var kb [18]byte
+		switch err := s.eng.get(msgKey(kb[:0], stream, cand), func([]byte) error { return nil }); {
+		case errors.Is(err, errKeyNotFound):
+			return true, nil // stale entry
+		case err != nil:
+			return false, err
+		}
+		seq, ok = cand, true
+		return false, nil
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("store: stream %d: %q before %d: %w", stream, subj, before, err)
+	}
+	return seq, ok, nil
 }
