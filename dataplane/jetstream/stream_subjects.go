@@ -8,7 +8,7 @@ import (
 // subjectsStep is how many subject index entries one step of a summary
 // build reads while it holds the applier (a variable so that tests can
 // take small steps).
-var subjectsStep = 16 << 10
+var subjectsStep = 4 << 10
 
 // subjectBuild is a build of a stream's per-subject summaries in
 // progress: the subject index is read in steps of subjectsStep entries,
