@@ -36,7 +36,8 @@ func engineAt(t *testing.T, now *atomic.Int64) *fakeAccount {
 // TestDeliverByStartTime: a by_start_time consumer starts at the first
 // message stored at or after its time, with deleted messages in between:
 // before the first, exact hits, times between messages, a time whose
-// message was deleted, and after the last.
+// message was deleted, and after the last; and MSG.GET by start_time
+// finds the same messages.
 func TestDeliverByStartTime(t *testing.T) {
 	var now atomic.Int64
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -74,6 +75,15 @@ func TestDeliverByStartTime(t *testing.T) {
 			DeliverPolicy: api.DeliverByStartTime, OptStartTime: &start})
 		if got := info.ConsumerInfo.Delivered.Stream + 1; got != tc.first {
 			t.Errorf("start %v: starts at %d, want %d", tc.start.Sub(base), got, tc.first)
+		}
+		// MSG.GET by start_time finds the same message.
+		var get api.MsgGetResponse
+		acc.apiCall(t, "$JS.API.STREAM.MSG.GET.T", api.MsgGetRequest{StartTime: &start}, &get)
+		switch {
+		case tc.first == 201 && (get.Error == nil || get.Error.ErrCode != api.CodeNoMessageFound):
+			t.Errorf("get at %v: %+v, want no message", tc.start.Sub(base), get)
+		case tc.first < 201 && (get.Message == nil || get.Message.Sequence != tc.first):
+			t.Errorf("get at %v: %+v, want seq %d", tc.start.Sub(base), get, tc.first)
 		}
 	}
 }
