@@ -32,8 +32,24 @@ const (
 	passBytes = 1 << 20
 )
 
-// aheadBytes bounds the read-ahead buffer's message bytes the same way.
-const aheadBytes = passBytes
+// passReadBytes bounds the message bytes one pass reads from the store
+// looking for matches (a filter that matches few of many large messages
+// would otherwise read the whole backlog under c.mu); aheadBytes bounds
+// what the read-ahead buffer holds.
+const (
+	passReadBytes = 4 * passBytes
+	aheadBytes    = passBytes
+)
+
+// passBudget counts what one delivery pass has taken and read.
+type passBudget struct {
+	msgs, bytes int // delivered
+	read        int // message bytes read by read-ahead scans
+}
+
+func (p *passBudget) full() bool {
+	return p.msgs >= passMsgs || p.bytes >= passBytes || p.read >= passReadBytes
+}
 
 // outMsg is a message the delivery loop publishes once it drops c.mu:
 // routed by to (a pull request's inbox, a deliver subject) and presented
@@ -183,9 +199,9 @@ func (c *consumer) targetLocked() (string, *pullRequest) {
 // more once the pass holds passMsgs messages or passBytes bytes.
 func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) (at time.Time, more bool) {
 	cfg := c.mu.cfg
-	taken, takenBytes := 0, 0
+	var pass passBudget
 	for {
-		if taken >= passMsgs || takenBytes >= passBytes {
+		if pass.full() {
 			return time.Time{}, true
 		}
 		target, req := c.targetLocked()
@@ -198,7 +214,12 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) (at time.Time, mo
 		if atMax && len(c.mu.rdq) == 0 {
 			return time.Time{}, false
 		}
-		m, redelivery, ok := c.peekLocked()
+		m, redelivery, ok, paused := c.peekLocked(&pass)
+		if paused {
+			// Read as much as a pass may without finding a match: the
+			// next pass goes on (a no_wait request has not seen the end).
+			return time.Time{}, true
+		}
 		if !ok {
 			c.endNoWaitLocked(out)
 			return time.Time{}, false
@@ -252,8 +273,8 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) (at time.Time, mo
 		c.mu.lastDel = now
 		c.mu.dirty = true
 		*out = append(*out, outMsg{to: target, subject: m.Subject, reply: reply, hdr: hdr, data: data})
-		taken++
-		takenBytes += size
+		pass.msgs++
+		pass.bytes += size
 		if req != nil {
 			req.n++
 			req.b += size
@@ -281,12 +302,13 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) (at time.Time, mo
 
 // peekLocked finds the next message to deliver without taking it:
 // redeliveries first, then last-per-subject ones owed, then new ones.
-func (c *consumer) peekLocked() (store.Message, bool, bool) {
+// paused says the pass read all it may before finding one.
+func (c *consumer) peekLocked(pass *passBudget) (m store.Message, redelivery, ok, paused bool) {
 	for len(c.mu.rdq) > 0 {
 		seq := c.mu.rdq[0]
 		m, err := c.s.ap.st.LoadMsg(c.s.id, seq)
 		if err == nil {
-			return m, true, true
+			return m, true, true, false
 		}
 		// Gone (limits, purge): nothing left to redeliver.
 		c.mu.rdq = c.mu.rdq[1:]
@@ -297,38 +319,41 @@ func (c *consumer) peekLocked() (store.Message, bool, bool) {
 	for len(c.mu.lps) > 0 {
 		m, err := c.s.ap.st.LoadMsg(c.s.id, c.mu.lps[0])
 		if err == nil {
-			return m, false, true
+			return m, false, true, false
 		}
 		c.mu.lps = c.mu.lps[1:]
 		c.npend.Add(-1)
 	}
 	durable := c.s.durable.Load()
 	if c.mu.sseq > durable {
-		return store.Message{}, false, false
+		return store.Message{}, false, false, false
 	}
 	if f := c.mu.filters; len(f) == 1 && subject.IsLiteral(f[0]) {
 		// One literal subject: the subject index finds it directly.
 		m, err := c.s.ap.st.NextMsg(c.s.id, c.mu.sseq, f[0])
 		if err != nil || m.Seq > durable {
 			c.setSSeqLocked(durable + 1)
-			return store.Message{}, false, false
+			return store.Message{}, false, false, false
 		}
-		return m, false, true
+		return m, false, true, false
 	}
-	return c.readAheadLocked(durable)
+	m, ok, paused = c.readAheadLocked(durable, pass)
+	return m, false, ok, paused
 }
 
 // readAhead is how many stream sequences one scan covers.
 const readAhead = 512
 
-// errAheadFull ends a read-ahead scan that holds aheadBytes.
+// errAheadFull ends a read-ahead scan that holds aheadBytes or read
+// passReadBytes.
 var errAheadFull = errors.New("read-ahead full")
 
 // readAheadLocked returns the next matching message from a buffer filled
 // by sequential scans, so a busy consumer reads the store in runs instead
-// of one lookup per message. A message deleted after it was read ahead
+// of one lookup per message; paused says a long run without a match used
+// up what the pass may read. A message deleted after it was read ahead
 // may still be delivered once; that is within at-least-once delivery.
-func (c *consumer) readAheadLocked(durable uint64) (store.Message, bool, bool) {
+func (c *consumer) readAheadLocked(durable uint64, pass *passBudget) (m store.Message, ok, paused bool) {
 	for len(c.mu.ahead) > 0 && c.mu.ahead[0].Seq < c.mu.sseq {
 		c.mu.ahead[0] = store.Message{}
 		c.mu.ahead = c.mu.ahead[1:]
@@ -338,15 +363,18 @@ func (c *consumer) readAheadLocked(durable uint64) (store.Message, bool, bool) {
 		if from > durable {
 			return store.Message{}, false, false
 		}
-		if scans == 16 {
-			// Long run without a match: continue on the next pass.
-			c.wake()
-			return store.Message{}, false, false
+		if scans == 16 || pass.read >= passReadBytes {
+			return store.Message{}, false, true
 		}
 		end := min(durable+1, from+readAhead)
 		held := 0
 		err := c.s.ap.st.ScanMsgs(c.s.id, from, end, func(m *store.Message) error {
+			pass.read += len(m.Header) + len(m.Data)
 			if !c.matches(m.Subject) {
+				if pass.read >= passReadBytes {
+					end = m.Seq + 1
+					return errAheadFull
+				}
 				return nil
 			}
 			// The scan's slices are reused: copy headers and data into
@@ -375,7 +403,7 @@ func (c *consumer) readAheadLocked(durable uint64) (store.Message, bool, bool) {
 			c.setSSeqLocked(end)
 		}
 	}
-	return c.mu.ahead[0], false, true
+	return c.mu.ahead[0], true, false
 }
 
 // takeLocked consumes what peekLocked returned.

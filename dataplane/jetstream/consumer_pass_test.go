@@ -164,3 +164,41 @@ func TestPassesKeepPullAccounting(t *testing.T) {
 		t.Fatalf("state after passes: %s", b)
 	}
 }
+
+// TestNoWaitOverALongMiss: a no_wait pull on a consumer whose filters
+// match nothing for a long run (many small messages; fewer large ones,
+// more bytes than a pass reads) gets the match after the run, over
+// several passes, not 404 because one pass stopped reading.
+func TestNoWaitOverALongMiss(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int
+		size int
+	}{
+		{"small", 20000, 10},
+		{"large", 100, 64 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, acc, _ := openEngine(t, vfs.NewMem())
+			createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
+			body := bytes.Repeat([]byte("z"), tc.size)
+			for range tc.n {
+				acc.Publish("s.a", "", nil, body) // no reply: queued without waiting
+			}
+			publish(t, acc, "s.b", nil, []byte("match"))
+			e.mu.Lock()
+			s := e.mu.accounts["A"].lookup("S")
+			e.mu.Unlock()
+			if got := s.durable.Load(); got != uint64(tc.n+1) {
+				t.Fatalf("stored %d of %d", got, tc.n+1)
+			}
+			createConsumer(t, acc, "S", api.ConsumerConfig{Durable: "C", AckPolicy: api.AckExplicit,
+				FilterSubjects: []string{"s.b", "s.c"}})
+			got := inbox(t, acc, "_INBOX.miss")
+			acc.Publish("$JS.API.CONSUMER.MSG.NEXT.S.C", "_INBOX.miss", nil, []byte(`{"batch":1,"no_wait":true}`))
+			if d := next(t, got); d.data != "match" {
+				t.Fatalf("no_wait pull: %+v", d)
+			}
+		})
+	}
+}
