@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -440,4 +441,71 @@ func compareStreamFeatures(t *testing.T, storage string) {
 		}
 	}
 	compareSession(t, ours.nc, ref.nc, steps)
+}
+
+// TestJSCompareStreamInfoCounts: STREAM.INFO's counts (num_subjects,
+// num_deleted, deleted details, subject details with paging) through
+// publishes, limit evictions, deletes, purges and rollups, on both
+// servers. Contrail counts subjects from summaries it builds at the first
+// STREAM.INFO and maintains after; every later answer must still agree.
+func TestJSCompareStreamInfoCounts(t *testing.T) {
+	t.Parallel()
+	for _, storage := range []string{"memory", "file"} {
+		t.Run(storage, func(t *testing.T) {
+			t.Parallel()
+			ours, ref := jsPair(t)
+			info := func(name, body string) apiStep {
+				return apiStep{name: "info " + name, subj: "$JS.API.STREAM.INFO.C", body: body}
+			}
+			pubs := func(from, to int) []apiStep {
+				var out []apiStep
+				for i := from; i < to; i++ {
+					subj := fmt.Sprintf("c.%d.%d", i%5, i%7)
+					out = append(out, apiStep{name: "publish " + subj, subj: subj, body: fmt.Sprint(i)})
+				}
+				return out
+			}
+			steps := []apiStep{{name: "create", subj: "$JS.API.STREAM.CREATE.C",
+				body: `{"name":"C","subjects":["c.>"],"storage":"` + storage + `","max_msgs":25,"allow_rollup_hdrs":true}`}}
+			steps = append(steps, pubs(0, 40)...)
+			steps = append(steps, info("after evictions", ""))
+			steps = append(steps, pubs(40, 60)...)
+			steps = append(steps,
+				info("after more evictions", ""),
+				apiStep{name: "delete 40", subj: "$JS.API.STREAM.MSG.DELETE.C", body: `{"seq":40}`},
+				apiStep{name: "delete 41", subj: "$JS.API.STREAM.MSG.DELETE.C", body: `{"seq":41,"no_erase":true}`},
+				apiStep{name: "delete 55", subj: "$JS.API.STREAM.MSG.DELETE.C", body: `{"seq":55}`},
+				apiStep{name: "delete last", subj: "$JS.API.STREAM.MSG.DELETE.C", body: `{"seq":60}`},
+				// The newest message of a subject deleted: the one before is
+				// its last sequence now.
+				apiStep{name: "publish k 61", subj: "c.k", body: "k1"},
+				apiStep{name: "publish k 62", subj: "c.k", body: "k2"},
+				apiStep{name: "delete 62", subj: "$JS.API.STREAM.MSG.DELETE.C", body: `{"seq":62}`},
+				apiStep{name: "publish expecting the deleted last", subj: "c.k", body: "x", hdr: []string{"Nats-Expected-Last-Subject-Sequence", "62"}},
+				apiStep{name: "publish expecting the one before", subj: "c.k", body: "k3", hdr: []string{"Nats-Expected-Last-Subject-Sequence", "61"}},
+				info("after deletes", ""),
+				info("deleted details", `{"deleted_details":true}`),
+				apiStep{name: "purge subject", subj: "$JS.API.STREAM.PURGE.C", body: `{"filter":"c.2.*"}`},
+				info("after subject purge", ""),
+				apiStep{name: "purge keep", subj: "$JS.API.STREAM.PURGE.C", body: `{"filter":"c.>","keep":12}`},
+				info("after keep purge", `{"deleted_details":true}`),
+				info("subjects filter", `{"subjects_filter":"c.1.*"}`),
+				info("subjects filter all, offset", `{"subjects_filter":">","offset":3}`),
+				apiStep{name: "rollup", subj: "c.3.3", body: "r", hdr: []string{"Nats-Rollup", "sub"}},
+				info("after rollup", `{"subjects_filter":">"}`),
+				apiStep{name: "purge to seq", subj: "$JS.API.STREAM.PURGE.C", body: `{"seq":58}`},
+				info("after purge to seq", `{"deleted_details":true}`),
+				apiStep{name: "purge all", subj: "$JS.API.STREAM.PURGE.C"},
+				info("after purge all", ""),
+			)
+			steps = append(steps, pubs(60, 64)...)
+			steps = append(steps, info("after purge all and publishes", `{"subjects_filter":">","deleted_details":true}`))
+			if storage == "file" {
+				for i := range steps {
+					steps[i].mask = append(steps[i].mask, "bytes")
+				}
+			}
+			compareSession(t, ours.nc, ref.nc, steps)
+		})
+	}
 }

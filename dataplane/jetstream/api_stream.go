@@ -437,7 +437,7 @@ func (s *stream) get(req *api.MsgGetRequest) (store.Message, *api.Error) {
 	var err error
 	seq := req.Seq
 	if req.StartTime != nil {
-		seq, err = s.seqForTime(req.StartTime.UnixNano())
+		seq, err = s.firstAtOrAfter(req.StartTime.UnixNano())
 	}
 	switch {
 	case err != nil:
@@ -457,34 +457,6 @@ func (s *stream) get(req *api.MsgGetRequest) (store.Message, *api.Error) {
 		return m, api.NewStreamGeneralError(err)
 	}
 	return m, nil
-}
-
-// seqForTime returns the first sequence whose message was stored at or
-// after t (unix nanos), or one past the last when there is none. Stamps
-// rise with sequences, so this is a binary search of O(log n) reads.
-func (s *stream) seqForTime(t int64) (uint64, error) {
-	s.mu.Lock()
-	st := s.mu.state
-	s.mu.Unlock()
-	if st.Msgs == 0 {
-		return st.LastSeq + 1, nil
-	}
-	lo, hi := st.FirstSeq, st.LastSeq+1 // the answer is in [lo, hi]
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		m, err := s.ap.st.NextMsg(s.id, mid, "")
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			hi = mid
-		case err != nil:
-			return 0, err
-		case m.Time >= t:
-			hi = mid // every sequence in [mid, m.Seq) is gone
-		default:
-			lo = m.Seq + 1
-		}
-	}
-	return lo, nil
 }
 
 // lastFor finds the newest message on a subject. For a literal subject of

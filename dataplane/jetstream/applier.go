@@ -28,6 +28,9 @@ const (
 	// propSync changes nothing: applied, it shows that everything
 	// submitted for the stream before it has been applied.
 	propSync
+	// propSubjects builds the stream's per-subject summaries, kept up to
+	// date from then on (STREAM.INFO's num_subjects).
+	propSubjects
 )
 
 // proposal is one change to one stream, on its way through the apply path.

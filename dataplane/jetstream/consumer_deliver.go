@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -18,6 +19,37 @@ const persistEvery = 100 * time.Millisecond
 // fcThreshold is how many bytes a flow-controlled push consumer sends
 // between flow control requests.
 const fcThreshold = 256 << 10
+
+// A delivery pass takes at most passMsgs messages or passBytes bytes
+// (plus the one message that crosses the line) under c.mu before it lets
+// go, sends them, and goes again: the stream's apply path, acks and API
+// calls wait for c.mu at most one batch, and a backlog of large messages
+// is never held in memory whole. Redelivery, max_ack_pending, flow
+// control and pull request accounting are all kept under c.mu, so a
+// pass may stop anywhere and the next one continues in order.
+const (
+	passMsgs  = 256
+	passBytes = 1 << 20
+)
+
+// passReadBytes bounds the message bytes one pass reads from the store
+// looking for matches (a filter that matches few of many large messages
+// would otherwise read the whole backlog under c.mu); aheadBytes bounds
+// what the read-ahead buffer holds.
+const (
+	passReadBytes = 4 * passBytes
+	aheadBytes    = passBytes
+)
+
+// passBudget counts what one delivery pass has taken and read.
+type passBudget struct {
+	msgs, bytes int // delivered
+	read        int // message bytes read by read-ahead scans
+}
+
+func (p *passBudget) full() bool {
+	return p.msgs >= passMsgs || p.bytes >= passBytes || p.read >= passReadBytes
+}
 
 // outMsg is a message the delivery loop publishes once it drops c.mu:
 // routed by to (a pull request's inbox, a deliver subject) and presented
@@ -84,7 +116,12 @@ func (c *consumer) deliver() time.Time {
 	if paused {
 		consider(*cfg.PauseUntil)
 	} else {
-		consider(c.deliverLocked(now, &out))
+		at, more := c.deliverLocked(now, &out)
+		consider(at)
+		if more {
+			// The pass is full: send it, then come straight back.
+			c.wake()
+		}
 		if c.awaitingInterestLocked() {
 			consider(now.Add(interestPoll))
 		}
@@ -158,27 +195,37 @@ func (c *consumer) targetLocked() (string, *pullRequest) {
 }
 
 // deliverLocked hands out messages while a target and the limits allow;
-// it returns when pacing (replay original, rate limit) wants it back.
-func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
+// it returns when pacing (replay original, rate limit) wants it back, and
+// more once the pass holds passMsgs messages or passBytes bytes.
+func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) (at time.Time, more bool) {
 	cfg := c.mu.cfg
+	var pass passBudget
 	for {
+		if pass.full() {
+			return time.Time{}, true
+		}
 		target, req := c.targetLocked()
 		if target == "" {
-			return time.Time{}
+			return time.Time{}, false
 		}
 		// At max_ack_pending only redeliveries go out: they do not add
 		// to what is pending.
 		atMax := cfg.AckPolicy != api.AckNone && cfg.MaxAckPending > 0 && len(c.mu.pending) >= cfg.MaxAckPending
 		if atMax && len(c.mu.rdq) == 0 {
-			return time.Time{}
+			return time.Time{}, false
 		}
-		m, redelivery, ok := c.peekLocked()
+		m, redelivery, ok, paused := c.peekLocked(&pass)
+		if paused {
+			// Read as much as a pass may without finding a match: the
+			// next pass goes on (a no_wait request has not seen the end).
+			return time.Time{}, true
+		}
 		if !ok {
 			c.endNoWaitLocked(out)
-			return time.Time{}
+			return time.Time{}, false
 		}
 		if atMax && !redelivery {
-			return time.Time{}
+			return time.Time{}, false
 		}
 		dc := uint64(1)
 		if p := c.mu.pending[m.Seq]; p != nil {
@@ -203,7 +250,7 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 		// as nats-server and nats.go count it against max_bytes.
 		size := len(m.Subject) + len(reply) + len(hdr) + len(data)
 		if at := c.paceLocked(now, m.Time, size); !at.IsZero() {
-			return at
+			return at, false
 		}
 		if req != nil && req.maxBytes > 0 && req.b+size > req.maxBytes {
 			// The message does not fit what is left of this request.
@@ -226,6 +273,8 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 		c.mu.lastDel = now
 		c.mu.dirty = true
 		*out = append(*out, outMsg{to: target, subject: m.Subject, reply: reply, hdr: hdr, data: data})
+		pass.msgs++
+		pass.bytes += size
 		if req != nil {
 			req.n++
 			req.b += size
@@ -253,12 +302,13 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) time.Time {
 
 // peekLocked finds the next message to deliver without taking it:
 // redeliveries first, then last-per-subject ones owed, then new ones.
-func (c *consumer) peekLocked() (store.Message, bool, bool) {
+// paused says the pass read all it may before finding one.
+func (c *consumer) peekLocked(pass *passBudget) (m store.Message, redelivery, ok, paused bool) {
 	for len(c.mu.rdq) > 0 {
 		seq := c.mu.rdq[0]
 		m, err := c.s.ap.st.LoadMsg(c.s.id, seq)
 		if err == nil {
-			return m, true, true
+			return m, true, true, false
 		}
 		// Gone (limits, purge): nothing left to redeliver.
 		c.mu.rdq = c.mu.rdq[1:]
@@ -269,35 +319,41 @@ func (c *consumer) peekLocked() (store.Message, bool, bool) {
 	for len(c.mu.lps) > 0 {
 		m, err := c.s.ap.st.LoadMsg(c.s.id, c.mu.lps[0])
 		if err == nil {
-			return m, false, true
+			return m, false, true, false
 		}
 		c.mu.lps = c.mu.lps[1:]
 		c.npend.Add(-1)
 	}
 	durable := c.s.durable.Load()
 	if c.mu.sseq > durable {
-		return store.Message{}, false, false
+		return store.Message{}, false, false, false
 	}
 	if f := c.mu.filters; len(f) == 1 && subject.IsLiteral(f[0]) {
 		// One literal subject: the subject index finds it directly.
 		m, err := c.s.ap.st.NextMsg(c.s.id, c.mu.sseq, f[0])
 		if err != nil || m.Seq > durable {
 			c.setSSeqLocked(durable + 1)
-			return store.Message{}, false, false
+			return store.Message{}, false, false, false
 		}
-		return m, false, true
+		return m, false, true, false
 	}
-	return c.readAheadLocked(durable)
+	m, ok, paused = c.readAheadLocked(durable, pass)
+	return m, false, ok, paused
 }
 
 // readAhead is how many stream sequences one scan covers.
 const readAhead = 512
 
+// errAheadFull ends a read-ahead scan that holds aheadBytes or read
+// passReadBytes.
+var errAheadFull = errors.New("read-ahead full")
+
 // readAheadLocked returns the next matching message from a buffer filled
 // by sequential scans, so a busy consumer reads the store in runs instead
-// of one lookup per message. A message deleted after it was read ahead
+// of one lookup per message; paused says a long run without a match used
+// up what the pass may read. A message deleted after it was read ahead
 // may still be delivered once; that is within at-least-once delivery.
-func (c *consumer) readAheadLocked(durable uint64) (store.Message, bool, bool) {
+func (c *consumer) readAheadLocked(durable uint64, pass *passBudget) (m store.Message, ok, paused bool) {
 	for len(c.mu.ahead) > 0 && c.mu.ahead[0].Seq < c.mu.sseq {
 		c.mu.ahead[0] = store.Message{}
 		c.mu.ahead = c.mu.ahead[1:]
@@ -307,28 +363,39 @@ func (c *consumer) readAheadLocked(durable uint64) (store.Message, bool, bool) {
 		if from > durable {
 			return store.Message{}, false, false
 		}
-		if scans == 16 {
-			// Long run without a match: continue on the next pass.
-			c.wake()
-			return store.Message{}, false, false
+		if scans == 16 || pass.read >= passReadBytes {
+			return store.Message{}, false, true
 		}
 		end := min(durable+1, from+readAhead)
+		held := 0
 		err := c.s.ap.st.ScanMsgs(c.s.id, from, end, func(m *store.Message) error {
-			if c.matches(m.Subject) {
-				// The scan's slices are reused: copy headers and data into
-				// one allocation.
-				buf := make([]byte, len(m.Header)+len(m.Data))
-				n := copy(buf, m.Header)
-				copy(buf[n:], m.Data)
-				cp := store.Message{Seq: m.Seq, Subject: m.Subject, Data: buf[n:], Time: m.Time, TTL: m.TTL}
-				if n > 0 {
-					cp.Header = buf[:n:n]
+			pass.read += len(m.Header) + len(m.Data)
+			if !c.matches(m.Subject) {
+				if pass.read >= passReadBytes {
+					end = m.Seq + 1
+					return errAheadFull
 				}
-				c.mu.ahead = append(c.mu.ahead, cp)
+				return nil
+			}
+			// The scan's slices are reused: copy headers and data into
+			// one allocation.
+			buf := make([]byte, len(m.Header)+len(m.Data))
+			n := copy(buf, m.Header)
+			copy(buf[n:], m.Data)
+			cp := store.Message{Seq: m.Seq, Subject: m.Subject, Data: buf[n:], Time: m.Time, TTL: m.TTL}
+			if n > 0 {
+				cp.Header = buf[:n:n]
+			}
+			c.mu.ahead = append(c.mu.ahead, cp)
+			if held += len(buf); held >= aheadBytes {
+				// Large messages: the run ends here, the rest is read
+				// when these are gone.
+				end = m.Seq + 1
+				return errAheadFull
 			}
 			return nil
 		})
-		if err != nil {
+		if err != nil && !errors.Is(err, errAheadFull) {
 			return store.Message{}, false, false
 		}
 		c.mu.aheadTo = end
@@ -336,7 +403,7 @@ func (c *consumer) readAheadLocked(durable uint64) (store.Message, bool, bool) {
 			c.setSSeqLocked(end)
 		}
 	}
-	return c.mu.ahead[0], false, true
+	return c.mu.ahead[0], true, false
 }
 
 // takeLocked consumes what peekLocked returned.

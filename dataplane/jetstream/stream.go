@@ -35,6 +35,7 @@ type stream struct {
 		dedup     map[string]dedupRec      // Nats-Msg-Id → where it went; guarded by mu
 		lastMsgID string                   // guarded by mu
 		subjects  map[string]*subjectState // nil until first needed; guarded by mu
+		build     *subjectBuild            // subjects being built, if so; guarded by mu
 		removed   bool                     // guarded by mu
 		dirty     bool                     // state changed since the applier recorded its summary; guarded by mu
 		timer     *time.Timer              // expiry timer; guarded by mu
@@ -149,13 +150,14 @@ func msgSize(subject string, hdr, data []byte) uint64 {
 	return uint64(len(subject) + len(hdr) + len(data) + 16)
 }
 
-// info snapshots the stream for API replies.
+// info snapshots the stream for API replies. Its cost does not grow with
+// the stream: the counts come from the state in memory, num_subjects from
+// the per-subject summaries; only subject and deleted details, when asked
+// for, read the store.
 func (s *stream) info(req *api.StreamInfoRequest) (*api.StreamInfo, *api.Error) {
 	s.mu.Lock()
 	cfg := s.mu.cfg
 	st := s.mu.state
-	s.mu.Unlock()
-	s.mu.Lock()
 	nc := len(s.mu.cons)
 	s.mu.Unlock()
 	si := &api.StreamInfo{
@@ -167,7 +169,11 @@ func (s *stream) info(req *api.StreamInfoRequest) (*api.StreamInfo, *api.Error) 
 	}
 	si.State.Consumers = nc
 	if req != nil && req.DeletedDetails && si.State.NumDeleted > 0 {
-		si.State.Deleted = s.deletedSeqs(st)
+		del, err := s.deletedSeqs(st)
+		if err != nil {
+			return nil, api.NewStreamGeneralError(err)
+		}
+		si.State.Deleted = del
 	}
 	if req != nil && req.SubjectsFilter != "" && st.Msgs > 0 {
 		subs := map[string]uint64{}
@@ -183,17 +189,34 @@ func (s *stream) info(req *api.StreamInfoRequest) (*api.StreamInfo, *api.Error) 
 		}
 	}
 	if st.Msgs > 0 {
-		// Streams that keep per-subject summaries (KV buckets, any
-		// per-subject limit) know the count; others scan the index.
-		s.mu.Lock()
-		n, known := len(s.mu.subjects), s.mu.subjects != nil
-		s.mu.Unlock()
-		if !known {
-			s.ap.st.SubjectStates(s.id, ">", func(store.SubjectState) error { n++; return nil })
+		n, err := s.numSubjects()
+		if err != nil {
+			return nil, api.Prefer(err, api.NewStreamGeneralError(err))
 		}
 		si.State.NumSubjects = n
 	}
 	return si, nil
+}
+
+// numSubjects counts the stream's subjects from its per-subject
+// summaries. A stream that keeps none yet (no per-subject limit, no
+// STREAM.INFO since it was loaded) has them built once, by its applier
+// from the subject index in bounded steps, and maintained by every write
+// from then on: the one walk is paid once, not by every request, and never
+// holds up other streams for long. The summaries cost memory per subject,
+// as nats-server's per-subject index does.
+func (s *stream) numSubjects() (int, error) {
+	for {
+		s.mu.Lock()
+		n, known := len(s.mu.subjects), s.mu.subjects != nil
+		s.mu.Unlock()
+		if known {
+			return n, nil
+		}
+		if r := s.ap.apply(&proposal{s: s, kind: propSubjects}); r.err != nil {
+			return 0, r.err
+		}
+	}
 }
 
 func stateOf(st store.StreamState) api.StreamState {
@@ -215,23 +238,31 @@ func stateOf(st store.StreamState) api.StreamState {
 	return out
 }
 
-// deletedSeqs lists the interior gaps between first and last.
-func (s *stream) deletedSeqs(st store.StreamState) []uint64 {
-	var out []uint64
+// deletedSeqs lists the sequences between first and last that hold no
+// message. It reads message keys only as far as the last gap: the count
+// of gaps is known from the state.
+func (s *stream) deletedSeqs(st store.StreamState) ([]uint64, error) {
+	want := st.LastSeq - st.FirstSeq + 1 - st.Msgs
+	out := make([]uint64, 0, min(want, 1<<16))
 	next := st.FirstSeq
-	s.ap.st.ScanMsgs(s.id, st.FirstSeq, st.LastSeq+1, func(m *store.Message) error {
-		for ; next < m.Seq; next++ {
+	err := s.ap.st.MsgSeqs(s.id, st.FirstSeq, st.LastSeq+1, func(seq uint64) bool {
+		for ; next < seq; next++ {
 			out = append(out, next)
 		}
-		next = m.Seq + 1
-		return nil
+		next = seq + 1
+		return uint64(len(out)) < want
 	})
-	// Messages removed after the last one still held are gaps too:
-	// last_seq stays where it was.
-	for ; next <= st.LastSeq; next++ {
-		out = append(out, next)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	if uint64(len(out)) < want {
+		// Messages removed after the last one still held are gaps too:
+		// last_seq stays where it was.
+		for ; next <= st.LastSeq; next++ {
+			out = append(out, next)
+		}
+	}
+	return out, nil
 }
 
 // apiLevel is the JetStream API level Contrail reports (ADR-44).
@@ -250,22 +281,18 @@ func (s *stream) snapshotState() store.StreamState {
 }
 
 // firstAtOrAfter finds the first committed message stored at or after t
-// (unix nanos), or the next sequence to be assigned if there is none.
+// (unix nanos), or the next sequence to be assigned if there is none: a
+// binary search over the stream's sequences, not a scan.
 func (s *stream) firstAtOrAfter(t int64) (uint64, error) {
 	st := s.snapshotState()
-	found := st.LastSeq + 1
-	stop := errors.New("stop")
-	err := s.ap.st.ScanMsgs(s.id, st.FirstSeq, st.LastSeq+1, func(m *store.Message) error {
-		if m.Time >= t {
-			found = m.Seq
-			return stop
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, stop) {
-		return 0, err
+	if st.Msgs == 0 || t > st.LastTime {
+		return st.LastSeq + 1, nil
 	}
-	return found, nil
+	seq, ok, err := s.ap.st.SeqAtTime(s.id, st.FirstSeq, st.LastSeq, t)
+	if err != nil || !ok {
+		return st.LastSeq + 1, err
+	}
+	return seq, nil
 }
 
 // consumersLocked lists the stream's consumers.

@@ -70,6 +70,8 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		ap.batch.DeleteConsumer(s.id, p.cons.name)
 	case propInterestCheck:
 		r.err = s.dropUninterestedLocked(p.seq, ap)
+	case propSubjects:
+		_, r.err = s.buildSubjectsLocked(ap, subjectsStep)
 	}
 	if s.mu.dirty {
 		ap.markDirty(s)
@@ -177,7 +179,7 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 	st.Msgs++
 	st.Bytes += size
 	s.bytesChangedLocked(ap, int64(size))
-	if ss := s.subjectEntryLocked(p.subject); ss != nil {
+	if ss := s.subjectEntryLocked(p.subject, seq); ss != nil {
 		if ss.msgs == 0 {
 			ss.first = seq
 		}
@@ -381,14 +383,13 @@ func (s *stream) removeLocked(seq uint64, subj string, size uint64, ap *applier)
 	st.Bytes -= size
 	s.bytesChangedLocked(ap, -int64(size))
 	s.mu.dirty = true
-	if ss := s.mu.subjects[m.Subject]; ss != nil {
+	subs := s.summariesForLocked(m.Subject, m.Seq)
+	if ss := subs[m.Subject]; ss != nil {
 		ss.msgs--
 		if ss.msgs == 0 {
-			delete(s.mu.subjects, m.Subject)
-		} else if ss.first == m.Seq {
-			if err := s.advanceSubjectFirstLocked(m.Subject, ss, ap); err != nil {
-				return err
-			}
+			delete(subs, m.Subject)
+		} else if err := s.subjectEndsLocked(m.Subject, m.Seq, ss, ap); err != nil {
+			return err
 		}
 	}
 	if st.Msgs == 0 {
@@ -427,34 +428,23 @@ func (s *stream) advanceSubjectFirstLocked(subj string, ss *subjectState, ap *ap
 // subjectsLocked returns the per-subject summaries, building them from the
 // subject index the first time a stream needs them.
 func (s *stream) subjectsLocked(ap *applier) (map[string]*subjectState, error) {
-	if s.mu.subjects != nil {
-		return s.mu.subjects, nil
-	}
-	if err := ap.visible(); err != nil {
+	if _, err := s.buildSubjectsLocked(ap, 0); err != nil {
 		return nil, err
 	}
-	subs := map[string]*subjectState{}
-	err := ap.rd.SubjectStates(s.id, ">", func(ss store.SubjectState) error {
-		subs[ss.Subject] = &subjectState{msgs: ss.Msgs, first: ss.First, last: ss.Last}
-		return nil
-	})
-	if err != nil {
-		return nil, api.NewStreamStoreFailedError(err)
-	}
-	s.mu.subjects = subs
-	return subs, nil
+	return s.mu.subjects, nil
 }
 
 // subjectEntryLocked returns the summary to update for a new message on
-// subj, or nil when summaries are not being kept.
-func (s *stream) subjectEntryLocked(subj string) *subjectState {
-	if s.mu.subjects == nil {
+// subj at seq, or nil when summaries are not being kept.
+func (s *stream) subjectEntryLocked(subj string, seq uint64) *subjectState {
+	subs := s.summariesForLocked(subj, seq)
+	if subs == nil {
 		return nil
 	}
-	ss := s.mu.subjects[subj]
+	ss := subs[subj]
 	if ss == nil {
 		ss = &subjectState{}
-		s.mu.subjects[subj] = ss
+		subs[subj] = ss
 	}
 	return ss
 }
@@ -532,9 +522,7 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 		s.bytesChangedLocked(ap, -int64(freed))
 		st.LastSeq = req.Sequence - 1
 		st.FirstSeq, st.FirstTime = req.Sequence, 0
-		if s.mu.subjects != nil {
-			s.mu.subjects = map[string]*subjectState{}
-		}
+		s.subjectsPurgedLocked()
 		for _, c := range s.mu.cons {
 			c.purged(st.LastSeq+1, true)
 		}
@@ -551,9 +539,7 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 		st.Msgs, st.Bytes = 0, 0
 		s.bytesChangedLocked(ap, -int64(freed))
 		st.FirstSeq, st.FirstTime = st.LastSeq+1, 0
-		if s.mu.subjects != nil {
-			s.mu.subjects = map[string]*subjectState{}
-		}
+		s.subjectsPurgedLocked()
 		for _, c := range s.mu.cons {
 			c.purged(st.LastSeq+1, true)
 		}
