@@ -86,8 +86,11 @@ type applier struct {
 
 	mu struct {
 		sync.Mutex
-		queue   []*proposal // guarded by mu
-		closing bool        // guarded by mu
+		// ready lists the streams with proposals waiting, in the order
+		// they are taken; queued holds each one's waiting proposals.
+		ready   []*streamQueue           // guarded by mu
+		queued  map[*stream]*streamQueue // guarded by mu
+		closing bool                     // guarded by mu
 		// inflight counts batches handed to commitLoop and not yet
 		// committed; idle is signalled when it drops to zero.
 		inflight int        // guarded by mu
@@ -161,6 +164,23 @@ func (ap *applier) failed() error {
 // full reports whether the store's streams already hold the server's limit.
 func (ap *applier) full() bool { return ap.max > 0 && ap.used.Load() >= ap.max }
 
+// streamQueue is one stream's proposals waiting to be applied, in
+// submission order.
+type streamQueue struct {
+	s     *stream
+	props []*proposal
+}
+
+// What one stream contributes to a group at most: a group is applied
+// before anything submitted after it, so this bounds how long one
+// stream's backlog delays every other stream's work (and what a group
+// holds), while still letting a busy stream share each fsync among
+// hundreds of messages.
+const (
+	groupShareMsgs  = 1024
+	groupShareBytes = 1 << 20
+)
+
 // submit queues p; false means the applier is closed (p.done is not run).
 func (ap *applier) submit(p *proposal) bool {
 	ap.mu.Lock()
@@ -168,8 +188,17 @@ func (ap *applier) submit(p *proposal) bool {
 		ap.mu.Unlock()
 		return false
 	}
-	first := len(ap.mu.queue) == 0
-	ap.mu.queue = append(ap.mu.queue, p)
+	first := len(ap.mu.ready) == 0
+	q := ap.mu.queued[p.s]
+	if q == nil {
+		if ap.mu.queued == nil {
+			ap.mu.queued = map[*stream]*streamQueue{}
+		}
+		q = &streamQueue{s: p.s}
+		ap.mu.queued[p.s] = q
+		ap.mu.ready = append(ap.mu.ready, q)
+	}
+	q.props = append(q.props, p)
 	ap.mu.Unlock()
 	if first {
 		select {
@@ -178,6 +207,41 @@ func (ap *applier) submit(p *proposal) bool {
 		}
 	}
 	return true
+}
+
+// takeLocked takes the next group: from each stream with work waiting,
+// in turn, its oldest proposals up to its share. Each stream's proposals
+// stay in submission order; different streams' need not (nothing orders
+// them but a submitter that waits for the outcome, as API requests do).
+// A stream with more waiting keeps its turn for the next group, so a
+// stream's backlog delays the others by one group at most.
+func (ap *applier) takeLocked() []*proposal {
+	var group []*proposal
+	ready := ap.mu.ready
+	ap.mu.ready = ready[:0] // compacted in place: it never passes the entry read
+	for _, q := range ready {
+		n, size := 0, 0
+		for n < len(q.props) && n < groupShareMsgs && size < groupShareBytes {
+			size += q.props[n].size()
+			n++
+		}
+		group = append(group, q.props[:n]...)
+		clear(q.props[:n])
+		q.props = q.props[n:]
+		if len(q.props) > 0 {
+			ap.mu.ready = append(ap.mu.ready, q)
+		} else {
+			delete(ap.mu.queued, q.s)
+		}
+	}
+	clear(ready[len(ap.mu.ready):])
+	return group
+}
+
+// size is what a proposal's bytes count for the bounds on groups and
+// backlogs: what it carries of a message.
+func (p *proposal) size() int {
+	return len(p.subject) + len(p.reply) + len(p.hdr) + len(p.data)
 }
 
 // apply submits p and waits for its result.
@@ -211,8 +275,7 @@ func (ap *applier) run() {
 	ap.batch = ap.st.NewBatch()
 	for {
 		ap.mu.Lock()
-		group := ap.mu.queue
-		ap.mu.queue = nil
+		group := ap.takeLocked()
 		closing := ap.mu.closing
 		ap.mu.Unlock()
 		if len(group) == 0 {

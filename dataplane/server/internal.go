@@ -20,6 +20,22 @@ type MsgHandler = func(subject, reply, hdr, msg []byte)
 // in this account would see, and nothing of other accounts. The returned
 // function unsubscribes.
 func (a *Account) SubscribeInternal(filter string, h MsgHandler) (unsubscribe func(), err error) {
+	return a.SubscribeInternalPaced(filter, func(subject, reply, hdr, msg []byte) <-chan struct{} {
+		h(subject, reply, hdr, msg)
+		return nil
+	})
+}
+
+// PacedHandler is a MsgHandler that may ask the publisher to pause: it
+// returns nil, or a channel closed once what it queued has drained
+// enough. A client's read loop then waits on it (briefly, as for a
+// subscriber's backlog) before it reads more, so TCP slows the sender to
+// the pace of the work it causes; the server's own publishers never wait.
+type PacedHandler = func(subject, reply, hdr, msg []byte) <-chan struct{}
+
+// SubscribeInternalPaced is SubscribeInternal with a PacedHandler: a
+// stream capturing its subjects throttles its publishers this way.
+func (a *Account) SubscribeInternalPaced(filter string, h PacedHandler) (unsubscribe func(), err error) {
 	sub := &subscription{acc: a, subject: []byte(filter), handler: h}
 	if err := a.subs.Insert(filter, "", sub); err != nil {
 		return nil, fmt.Errorf("internal subscription %q: %w", filter, err)

@@ -19,10 +19,10 @@ const noRespondersHdr = "NATS/1.0 503\r\n\r\n"
 // A sender is used by one goroutine at a time.
 type sender struct {
 	srv   *Server
-	from  *client       // the publishing client; nil for internal publishes
-	pcd   []*client     // clients to wake after this batch
-	stall chan struct{} // a backlog to wait on after this batch
-	links linkCtx       // a message crossing accounts (imports.go)
+	from  *client         // the publishing client; nil for internal publishes
+	pcd   []*client       // clients to wake after this batch
+	stall <-chan struct{} // a backlog to wait on after this batch
+	links linkCtx         // a message crossing accounts (imports.go)
 }
 
 // route delivers a published message to every interested subscriber of
@@ -136,7 +136,9 @@ func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 		if hdrLen >= 0 {
 			hdr, msg = msg[:hdrLen], msg[hdrLen:]
 		}
-		sub.handler(subj, reply, hdr, msg)
+		if wait := sub.handler(subj, reply, hdr, msg); wait != nil {
+			s.stall = wait
+		}
 		return
 	}
 	dst := sub.client
@@ -194,9 +196,11 @@ func (c *client) queue(b []byte) {
 }
 
 // wakePending wakes the flushers of every client this batch queued data
-// for. If a subscriber's backlog is near its limit, the sender then pauses
+// for. If a subscriber's backlog is near its limit (or an internal
+// subscriber's queued work, see PacedHandler), the sender then pauses
 // briefly (as nats-server does) so a publisher's TCP window does the
-// throttling; a subscriber that stays stuck is cut off at max_pending.
+// throttling; a subscriber that stays stuck is cut off at max_pending,
+// and a stream whose backlog stays full refuses publishes.
 func (s *sender) wakePending() {
 	for i, dst := range s.pcd {
 		dst.out.wake()
