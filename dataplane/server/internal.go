@@ -28,9 +28,11 @@ func (a *Account) SubscribeInternal(filter string, h MsgHandler) (unsubscribe fu
 
 // PacedHandler is a MsgHandler that may ask the publisher to pause: it
 // returns nil, or a channel closed once what it queued has drained
-// enough. A client's read loop then waits on it (briefly, as for a
-// subscriber's backlog) before it reads more, so TCP slows the sender to
-// the pace of the work it causes; the server's own publishers never wait.
+// enough. A client's read loop then waits on it before it reads more, so
+// TCP slows the sender to the pace of the work it causes; the server's
+// own publishers never wait. The channel must be closed eventually
+// whatever the publisher does: nothing it waits for may wait for a
+// client's read loop.
 type PacedHandler = func(subject, reply, hdr, msg []byte) <-chan struct{}
 
 // SubscribeInternalPaced is SubscribeInternal with a PacedHandler: a
@@ -69,9 +71,10 @@ func (a *Account) Deliver(to, subj, reply string, hdr, msg []byte) {
 		}
 		s.deliverAll(r, true, []byte(subj), []byte(reply), hdrLen, body)
 		s.links = linkCtx{}
-		// The server's own publishers never stall on a slow subscriber:
-		// they serve every account, and the subscriber is cut off at
-		// max_pending anyway.
+		// The server's own publishers never stall on a slow subscriber
+		// or queued work: they serve every account, the subscriber is
+		// cut off at max_pending anyway, and a stream refuses what it
+		// has no room for.
 		s.stall = nil
 		s.wakePending()
 	}

@@ -22,7 +22,11 @@ type sender struct {
 	from  *client         // the publishing client; nil for internal publishes
 	pcd   []*client       // clients to wake after this batch
 	stall <-chan struct{} // a backlog to wait on after this batch
-	links linkCtx         // a message crossing accounts (imports.go)
+	// drain: stall is a PacedHandler's queued work, which always drains,
+	// so the wait lasts until it has (or the connection ends) rather
+	// than briefly.
+	drain bool
+	links linkCtx // a message crossing accounts (imports.go)
 }
 
 // route delivers a published message to every interested subscriber of
@@ -137,7 +141,7 @@ func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 			hdr, msg = msg[:hdrLen], msg[hdrLen:]
 		}
 		if wait := sub.handler(subj, reply, hdr, msg); wait != nil {
-			s.stall = wait
+			s.stall, s.drain = wait, true
 		}
 		return
 	}
@@ -168,7 +172,7 @@ func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 	stall := o.stallLocked(mpend)
 	o.mu.Unlock()
 	if stall != nil {
-		s.stall = stall
+		s.stall, s.drain = stall, false
 	}
 
 	dst.outMsgs.Add(1)
@@ -196,26 +200,34 @@ func (c *client) queue(b []byte) {
 }
 
 // wakePending wakes the flushers of every client this batch queued data
-// for. If a subscriber's backlog is near its limit (or an internal
-// subscriber's queued work, see PacedHandler), the sender then pauses
+// for. If a subscriber's backlog is near its limit, the sender then pauses
 // briefly (as nats-server does) so a publisher's TCP window does the
-// throttling; a subscriber that stays stuck is cut off at max_pending,
-// and a stream whose backlog stays full refuses publishes.
+// throttling; a subscriber that stays stuck is cut off at max_pending.
+// If an internal subscriber's queued work is (see PacedHandler), the
+// sender waits for that work to drain: it always does, and reading on
+// would only queue more.
 func (s *sender) wakePending() {
 	for i, dst := range s.pcd {
 		dst.out.wake()
 		s.pcd[i] = nil
 	}
 	s.pcd = s.pcd[:0]
-	if s.stall != nil {
+	switch {
+	case s.stall == nil:
+	case s.drain && s.from != nil:
+		select {
+		case <-s.stall:
+		case <-s.from.flushDone:
+		}
+	default:
 		t := time.NewTimer(stallWait)
 		select {
 		case <-s.stall:
 		case <-t.C:
 		}
 		t.Stop()
-		s.stall = nil
 	}
+	s.stall, s.drain = nil, false
 }
 
 // stallWait bounds how long one read batch waits for a backlogged
