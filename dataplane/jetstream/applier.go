@@ -177,7 +177,7 @@ type streamQueue struct {
 // holds), while still letting a busy stream share each fsync among
 // hundreds of messages.
 const (
-	groupShareMsgs  = 1024
+	groupShareMsgs  = 256
 	groupShareBytes = 1 << 20
 )
 
