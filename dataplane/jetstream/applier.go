@@ -53,6 +53,10 @@ type proposal struct {
 	// done receives the outcome once it is durable (or failed); it runs on
 	// the applier goroutine and must be quick.
 	done func(*proposal, result)
+	// held is what a captured message holds of its stream's ingest
+	// backlog (flow.go) until done; fixed at capture, since applying may
+	// rewrite the subject.
+	held int64
 }
 
 // result is the outcome of a proposal.

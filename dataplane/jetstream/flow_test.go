@@ -250,3 +250,23 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 		panic("unreachable")
 	}
 }
+
+// TestCaptureReleasesWhatItHeld: applying may rewrite a message (a
+// subject transform here); what it gives back to the backlog is what it
+// took at capture.
+func TestCaptureReleasesWhatItHeld(t *testing.T) {
+	e, acc, _ := engineOn(t, store.NewMem())
+	createStream(t, acc, api.StreamConfig{Name: "T", Subjects: []string{"t.>"}, Storage: api.MemoryStorage,
+		SubjectTransform: &api.SubjectTransform{Source: "t.>", Destination: "a.much.longer.prefix.>"}})
+	for i := range 3 {
+		if ack := publish(t, acc, "t."+strconv.Itoa(i), nil, []byte("m")); ack.Error != nil {
+			t.Fatalf("publish %d: %v", i, ack.Error)
+		}
+	}
+	e.mu.Lock()
+	s := e.mu.accounts["A"].lookup("T")
+	e.mu.Unlock()
+	if sb, nb := e.flow.buffered(s); sb != (backlog{}) || nb != (backlog{}) {
+		t.Fatalf("after every ack: stream backlog %+v, node %+v", sb, nb)
+	}
+}

@@ -26,7 +26,7 @@ func (s *stream) capture(a *jsAccount) func(subject, reply, hdr, msg []byte) <-c
 		// strings view it without copying and it is never written again.
 		buf := make([]byte, 0, size)
 		buf = append(append(append(append(buf, subject...), reply...), hdr...), msg...)
-		p := &proposal{s: s, kind: propMsg, acct: a}
+		p := &proposal{s: s, kind: propMsg, acct: a, held: int64(size)}
 		n := len(subject)
 		p.subject = unsafe.String(unsafe.SliceData(buf), n)
 		if len(reply) > 0 {
@@ -50,7 +50,7 @@ func (s *stream) capture(a *jsAccount) func(subject, reply, hdr, msg []byte) <-c
 // capturedDone completes a captured message: its room in the backlog is
 // given back, then its publisher is answered.
 func capturedDone(p *proposal, r result) {
-	p.s.e.flow.release(p.s, int64(p.size()))
+	p.s.e.flow.release(p.s, p.held)
 	ackPublish(p, r)
 }
 
