@@ -44,7 +44,7 @@ func floodBounds() (rss int64, p99 time.Duration) {
 	if raceEnabled() {
 		return 0, 3 * time.Second
 	}
-	return 300 << 20, time.Second
+	return 300 << 20, 2 * time.Second
 }
 
 func TestFloodBoundsMemoryAndNeighbours(t *testing.T) {
