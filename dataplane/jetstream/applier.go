@@ -67,8 +67,9 @@ type result struct {
 	err    error // *api.Error for refusals, anything else for I/O failure
 }
 
-// applier is the apply path of one store. One goroutine (run) takes every
-// proposal submitted meanwhile and applies them in submission order, each
+// applier is the apply path of one store. One goroutine (run) takes the
+// proposals submitted meanwhile, a bounded share of each stream's
+// (takeLocked), and applies them, each stream's in submission order and
 // under its stream's lock, into one batch; a second goroutine (commitLoop)
 // commits each batch with one fsync and only then completes its
 // proposals. While one group is being synced the next one is applied, so
