@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -215,4 +216,29 @@ func pct(sorted []time.Duration, p int) time.Duration {
 		return 0
 	}
 	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
+}
+
+// TestIngestBoundsConfig: the per-stream bounds take nats-server's names
+// in the jetstream block, and the same file starts nats-server; the node
+// bounds are Contrail's own.
+func TestIngestBoundsConfig(t *testing.T) {
+	t.Parallel()
+	const bounds = "max_buffered_msgs: 5000, max_buffered_size: 8MB"
+	dir := t.TempDir()
+	ref := writeFile(t, dir, "ref.conf", `jetstream { store_dir: "`+dir+`/ref", `+bounds+` }`)
+	startNatsServer(t, "-c", ref)
+	_, js := jsNode(t, nodeOpts{config: `jetstream { ` + bounds + `, node_max_buffered_msgs: 20000, node_max_buffered_size: "64M" }`})
+	createStream(t, js.js, jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}})
+	jsPublish(t, js.js, "s", "x")
+	for _, bad := range []struct{ key, value string }{
+		{"max_buffered_msgs", "-1"}, {"max_buffered_size", `"lots"`}, {"node_max_buffered_size", "-5"},
+	} {
+		dir := t.TempDir()
+		conf := writeFile(t, dir, "bad.conf", "jetstream { "+bad.key+": "+bad.value+" }")
+		code, _, stderr := runContrail(t, "dataplane", "--data-dir", dir, "--nats-addr", freeAddr(t),
+			"--monitor-addr", freeAddr(t), "--config", conf)
+		if code == 0 || !strings.Contains(stderr, bad.key) {
+			t.Errorf("%s: %s: exit %d, stderr %q; want a refusal naming the key", bad.key, bad.value, code, stderr)
+		}
+	}
 }
