@@ -295,6 +295,8 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 	js.engine, err = jetstream.New(jetstream.Options{
 		Store: file, Memory: js.mem, SyncInterval: sync, StoreDir: dir,
 		MaxFileStore: maxStore, MaxMemoryStore: maxMem,
+		MaxBufferedMsgs: jsOpts.MaxBufferedMsgs, MaxBufferedSize: jsOpts.MaxBufferedSize,
+		NodeMaxBufferedMsgs: jsOpts.NodeMaxBufferedMsgs, NodeMaxBufferedSize: jsOpts.NodeMaxBufferedSize,
 		Domain: jsOpts.Domain, ServerVersion: server.Version, ServerName: srv.Name(),
 		Log: log.With("component", "jetstream"),
 	})

@@ -34,6 +34,10 @@ package main
 //   e2e_js_legacy_test.go    the legacy nc.JetStream() context
 //   e2e_js_cli_test.go       nats stream/pub/account commands, output
 //                            compared with nats-server's
+//   e2e_flood_test.go        one raw connection floods a capped stream:
+//                            bounded RSS, a neighbour account's publishes
+//                            acknowledged promptly (1 GiB with
+//                            CONTRAIL_SOAK=1); the ingest bounds' config
 //
 // Consumers, KV and Object Store (e2e_jsc_*; tests named TestJSC<Upper>,
 // so `go test -run 'TestJSC[A-Z]'` runs just them):

@@ -43,6 +43,12 @@ var jetStreamFields = map[string]field[JetStreamOptions]{
 	"sync_interval":    syncField,
 	"sync":             syncField,
 	"domain":           stringField(func(j *JetStreamOptions) *string { return &j.Domain }),
+
+	"max_buffered_msgs": intField(func(j *JetStreamOptions) *int64 { return &j.MaxBufferedMsgs }),
+	"max_buffered_size": sizeField(func(j *JetStreamOptions) *int64 { return &j.MaxBufferedSize }),
+	// Contrail only: every stream of a node shares one apply path.
+	"node_max_buffered_msgs": intField(func(j *JetStreamOptions) *int64 { return &j.NodeMaxBufferedMsgs }),
+	"node_max_buffered_size": sizeField(func(j *JetStreamOptions) *int64 { return &j.NodeMaxBufferedSize }),
 }
 
 // jetStreamUnsupported are nats-server jetstream keys Contrail does not
@@ -50,8 +56,8 @@ var jetStreamFields = map[string]field[JetStreamOptions]{
 var jetStreamUnsupported = setOf(
 	"key", "ek", "encryption_key", "prev_key", "prev_ek",
 	"prev_encryption_key", "cipher", "extension_hint", "limits",
-	"unique_tag", "max_outstanding_catchup", "max_buffered_msgs",
-	"max_buffered_size", "request_queue_limit", "strict", "tpm",
+	"unique_tag", "max_outstanding_catchup", "request_queue_limit",
+	"strict", "tpm",
 	"max_catchup", "max_ha_assets",
 )
 

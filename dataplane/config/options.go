@@ -116,6 +116,14 @@ type JetStreamOptions struct {
 	// SyncAlways flushes every write (`sync_interval: always`).
 	SyncAlways bool
 	Domain     string
+	// MaxBufferedMsgs and MaxBufferedSize bound what publishes to one
+	// stream may hold while they wait for the apply path
+	// (`max_buffered_msgs`, `max_buffered_size`, as in nats-server);
+	// NodeMaxBufferedMsgs and NodeMaxBufferedSize bound it for all the
+	// node's streams (`node_max_buffered_msgs`, `node_max_buffered_size`).
+	// 0 takes the defaults.
+	MaxBufferedMsgs, MaxBufferedSize         int64
+	NodeMaxBufferedMsgs, NodeMaxBufferedSize int64
 }
 
 var (

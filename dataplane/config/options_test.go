@@ -288,6 +288,8 @@ func TestParseJetStream(t *testing.T) {
 		{"size strings", `jetstream { max_mem: "1g", max_file: "3T" }`, def(JetStreamOptions{Enabled: true, MaxMemory: 1 << 30, MaxStore: 3 << 40})},
 		{"empty size string", `jetstream { max_mem: "" }`, def(JetStreamOptions{Enabled: true})},
 		{"sync always", `jetstream { sync: always }`, &JetStreamOptions{Enabled: true, SyncAlways: true}},
+		{"ingest bounds", `jetstream { max_buffered_msgs: 5000, max_buffered_size: "8M", node_max_buffered_msgs: 50000, node_max_buffered_size: 64MB }`,
+			def(JetStreamOptions{Enabled: true, MaxBufferedMsgs: 5000, MaxBufferedSize: 8 << 20, NodeMaxBufferedMsgs: 50000, NodeMaxBufferedSize: 64 << 20})},
 		{"sync seconds", `jetstream { sync_interval: 10 }`, def(JetStreamOptions{Enabled: true, SyncInterval: 10 * time.Second})},
 		{"top-level store_dir", "store_dir: /js\njetstream: enabled", def(JetStreamOptions{Enabled: true, StoreDir: "/js"})},
 		{"top-level store_dir alone", "storedir: /js", def(JetStreamOptions{StoreDir: "/js"})},

@@ -92,6 +92,17 @@ func (j *JetStreamOptions) validate() []error {
 	if j.SyncInterval < 0 {
 		errs = append(errs, fmt.Errorf("jetstream.sync_interval: %v cannot be negative", j.SyncInterval))
 	}
+	for _, b := range []struct {
+		key string
+		v   int64
+	}{
+		{"max_buffered_msgs", j.MaxBufferedMsgs}, {"max_buffered_size", j.MaxBufferedSize},
+		{"node_max_buffered_msgs", j.NodeMaxBufferedMsgs}, {"node_max_buffered_size", j.NodeMaxBufferedSize},
+	} {
+		if b.v < 0 {
+			errs = append(errs, fmt.Errorf("jetstream.%s: %d cannot be negative", b.key, b.v))
+		}
+	}
 	if strings.ContainsAny(j.Domain, " \t\r\n*>") {
 		errs = append(errs, fmt.Errorf("jetstream.domain: %q cannot contain white space, '*' or '>'", j.Domain))
 	}

@@ -220,7 +220,7 @@ func (a *jsAccount) disableLocked() {
 func (a *jsAccount) attach(s *stream) error {
 	cfg := s.config()
 	for _, subj := range cfg.Subjects {
-		unsub, err := a.acc.SubscribeInternal(subj, s.capture(a))
+		unsub, err := a.acc.SubscribeInternalPaced(subj, s.capture(a))
 		if err != nil {
 			s.detach()
 			return fmt.Errorf("jetstream: stream %q subject %q: %w", cfg.Name, subj, err)

@@ -55,6 +55,10 @@ type proposal struct {
 	// done receives the outcome once it is durable (or failed); it runs on
 	// the applier goroutine and must be quick.
 	done func(*proposal, result)
+	// held is what a captured message holds of its stream's ingest
+	// backlog (flow.go) until done; fixed at capture, since applying may
+	// rewrite the subject.
+	held int64
 }
 
 // result is the outcome of a proposal.
@@ -66,12 +70,13 @@ type result struct {
 }
 
 // applier is the apply path of one store, and the node's one group-commit
-// mechanism. One goroutine (run) takes every proposal submitted meanwhile
-// and applies them in submission order, each under its stream's lock, into
-// one batch; a second goroutine (commitLoop) commits each batch with one
-// fsync and only then completes its proposals. While one group is being
-// synced the next one is applied, so publishes share fsyncs and the disk
-// is kept busy, and an acknowledgement never precedes durability.
+// mechanism. One goroutine (run) takes the proposals submitted meanwhile,
+// a bounded share of each stream's (takeLocked), and applies them, each
+// stream's in submission order and under its stream's lock, into one
+// batch; a second goroutine (commitLoop) commits each batch with one fsync
+// and only then completes its proposals. While one group is being synced
+// the next one is applied, so publishes share fsyncs and the disk is kept
+// busy, and an acknowledgement never precedes durability.
 //
 // Invariants: a proposal's done runs only after everything it wrote was
 // synced, or with an error; batches commit in the order they were applied;
@@ -93,8 +98,11 @@ type applier struct {
 
 	mu struct {
 		sync.Mutex
-		queue   []*proposal // guarded by mu
-		closing bool        // guarded by mu
+		// ready lists the streams with proposals waiting, in the order
+		// they are taken; queued holds each one's waiting proposals.
+		ready   []*streamQueue           // guarded by mu
+		queued  map[*stream]*streamQueue // guarded by mu
+		closing bool                     // guarded by mu
 		// inflight counts batches handed to commitLoop and not yet
 		// committed; idle is signalled when it drops to zero.
 		inflight int        // guarded by mu
@@ -202,6 +210,23 @@ func (ap *applier) failed() error {
 // full reports whether the store's streams already hold the server's limit.
 func (ap *applier) full() bool { return ap.max > 0 && ap.used.Load() >= ap.max }
 
+// streamQueue is one stream's proposals waiting to be applied, in
+// submission order.
+type streamQueue struct {
+	s     *stream
+	props []*proposal
+}
+
+// What one stream contributes to a group at most: a group is applied
+// before anything submitted after it, so this bounds how long one
+// stream's backlog delays every other stream's work (and what a group
+// holds), while still letting a busy stream share each fsync among
+// hundreds of messages.
+const (
+	groupShareMsgs  = 256
+	groupShareBytes = 1 << 20
+)
+
 // submit queues p; false means the applier is closed (p.done is not run).
 func (ap *applier) submit(p *proposal) bool {
 	ap.mu.Lock()
@@ -209,8 +234,17 @@ func (ap *applier) submit(p *proposal) bool {
 		ap.mu.Unlock()
 		return false
 	}
-	first := len(ap.mu.queue) == 0
-	ap.mu.queue = append(ap.mu.queue, p)
+	first := len(ap.mu.ready) == 0
+	q := ap.mu.queued[p.s]
+	if q == nil {
+		if ap.mu.queued == nil {
+			ap.mu.queued = map[*stream]*streamQueue{}
+		}
+		q = &streamQueue{s: p.s}
+		ap.mu.queued[p.s] = q
+		ap.mu.ready = append(ap.mu.ready, q)
+	}
+	q.props = append(q.props, p)
 	ap.mu.Unlock()
 	if first {
 		select {
@@ -219,6 +253,41 @@ func (ap *applier) submit(p *proposal) bool {
 		}
 	}
 	return true
+}
+
+// takeLocked takes the next group: from each stream with work waiting,
+// in turn, its oldest proposals up to its share. Each stream's proposals
+// stay in submission order; different streams' need not (nothing orders
+// them but a submitter that waits for the outcome, as API requests do).
+// A stream with more waiting keeps its turn for the next group, so a
+// stream's backlog delays the others by one group at most.
+func (ap *applier) takeLocked() []*proposal {
+	var group []*proposal
+	ready := ap.mu.ready
+	ap.mu.ready = ready[:0] // compacted in place: it never passes the entry read
+	for _, q := range ready {
+		n, size := 0, 0
+		for n < len(q.props) && n < groupShareMsgs && size < groupShareBytes {
+			size += q.props[n].size()
+			n++
+		}
+		group = append(group, q.props[:n]...)
+		clear(q.props[:n])
+		q.props = q.props[n:]
+		if len(q.props) > 0 {
+			ap.mu.ready = append(ap.mu.ready, q)
+		} else {
+			delete(ap.mu.queued, q.s)
+		}
+	}
+	clear(ready[len(ap.mu.ready):])
+	return group
+}
+
+// size is what a proposal's bytes count for the bounds on groups and
+// backlogs: what it carries of a message.
+func (p *proposal) size() int {
+	return len(p.subject) + len(p.reply) + len(p.hdr) + len(p.data)
 }
 
 // apply submits p and waits for its result.
@@ -252,8 +321,7 @@ func (ap *applier) run() {
 	ap.batch, ap.rd = ap.st.NewBatch(), ap.st
 	for {
 		ap.mu.Lock()
-		group := ap.mu.queue
-		ap.mu.queue = nil
+		group := ap.takeLocked()
 		closing := ap.mu.closing
 		ap.mu.Unlock()
 		if len(group) == 0 {

@@ -30,6 +30,10 @@ type Account interface {
 	// SubscribeInternal listens on filter inside the account; handlers
 	// must copy what they keep and must not block.
 	SubscribeInternal(filter string, h func(subject, reply, hdr, msg []byte)) (unsubscribe func(), err error)
+	// SubscribeInternalPaced is SubscribeInternal for a handler that may
+	// ask a publishing client to pause: it returns nil, or a channel
+	// closed once the work it queued has drained enough.
+	SubscribeInternalPaced(filter string, h func(subject, reply, hdr, msg []byte) <-chan struct{}) (unsubscribe func(), err error)
 	// Publish sends a message into the account.
 	Publish(subject, reply string, hdr, msg []byte)
 	// Deliver routes a message by to, presenting it as published on subject.
@@ -51,6 +55,13 @@ type Options struct {
 	// MaxFileStore and MaxMemoryStore cap what all accounts may reserve;
 	// 0 means unlimited.
 	MaxFileStore, MaxMemoryStore int64
+	// MaxBufferedMsgs and MaxBufferedSize bound what publishes captured
+	// for one stream may hold in the apply path (nats-server's
+	// max_buffered_msgs and max_buffered_size); NodeMaxBufferedMsgs and
+	// NodeMaxBufferedSize bound it for all streams of the node. 0 takes
+	// the defaults (flow.go).
+	MaxBufferedMsgs, MaxBufferedSize         int64
+	NodeMaxBufferedMsgs, NodeMaxBufferedSize int64
 	// StoreDir is where the file store lives, for monitoring.
 	StoreDir string
 	// Domain is the JetStream domain; API subjects are then also served
@@ -72,6 +83,7 @@ type Engine struct {
 	log      *slog.Logger
 	file     *applier
 	memory   *applier
+	flow     *flowGate // bounds captured publishes in both appliers
 	apiQueue chan apiRequest
 
 	mu struct {
@@ -115,6 +127,7 @@ func New(opts Options) (*Engine, error) {
 	e.mu.byID = map[uint64]*stream{}
 	e.mu.held = map[string][]*stream{}
 	e.mu.ledgers = map[string]*usageLedger{}
+	e.flow = newFlowGate(limitsFrom(opts))
 	e.file = newApplier(e, opts.Store, opts.SyncInterval, opts.MaxFileStore)
 	e.memory = newApplier(e, opts.Memory, 0, opts.MaxMemoryStore)
 	for _, ap := range []*applier{e.file, e.memory} {

@@ -47,6 +47,12 @@ func (a *fakeAccount) SubscribeInternal(filter string, h func(subject, reply, hd
 	}, nil
 }
 
+// SubscribeInternalPaced subscribes a paced handler; the fake's
+// publishers never wait, as the server's own do not.
+func (a *fakeAccount) SubscribeInternalPaced(filter string, h func(subject, reply, hdr, msg []byte) <-chan struct{}) (func(), error) {
+	return a.SubscribeInternal(filter, func(subject, reply, hdr, msg []byte) { h(subject, reply, hdr, msg) })
+}
+
 func (a *fakeAccount) HasInterest(subj string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -10,14 +10,23 @@ import (
 
 // capture returns the stream's internal subscription handler: it copies
 // the published message into a proposal and hands it to the apply path.
-// It runs on the publisher's goroutine, so it only copies and queues.
-func (s *stream) capture(a *jsAccount) func(subject, reply, hdr, msg []byte) {
-	return func(subject, reply, hdr, msg []byte) {
+// It runs on the publisher's goroutine, so it only copies and queues, and
+// never waits: past the stall threshold of the stream's or the node's
+// backlog (flowGate) it returns a channel for the publishing client to
+// wait on before it reads more; past the bound it refuses the publish.
+func (s *stream) capture(a *jsAccount) func(subject, reply, hdr, msg []byte) <-chan struct{} {
+	return func(subject, reply, hdr, msg []byte) <-chan struct{} {
+		size := len(subject) + len(reply) + len(hdr) + len(msg)
+		wait, ok := s.e.flow.admit(s, int64(size))
+		if !ok {
+			s.refuseBusy(a, subject, reply)
+			return nil
+		}
 		// One allocation holds every byte the proposal carries; the
 		// strings view it without copying and it is never written again.
-		buf := make([]byte, 0, len(subject)+len(reply)+len(hdr)+len(msg))
+		buf := make([]byte, 0, size)
 		buf = append(append(append(append(buf, subject...), reply...), hdr...), msg...)
-		p := &proposal{s: s, kind: propMsg, acct: a}
+		p := &proposal{s: s, kind: propMsg, acct: a, held: int64(size)}
 		n := len(subject)
 		p.subject = unsafe.String(unsafe.SliceData(buf), n)
 		if len(reply) > 0 {
@@ -29,11 +38,42 @@ func (s *stream) capture(a *jsAccount) func(subject, reply, hdr, msg []byte) {
 		}
 		n += len(hdr)
 		p.data = buf[n:]
-		p.done = ackPublish
+		p.done = capturedDone
 		if !s.ap.submit(p) {
-			ackPublish(p, result{err: api.NewNotEnabledError()})
+			capturedDone(p, result{err: api.NewNotEnabledError()})
+			return nil
 		}
+		return wait
 	}
+}
+
+// capturedDone completes a captured message: its room in the backlog is
+// given back, then its publisher is answered.
+func capturedDone(p *proposal, r result) {
+	p.s.e.flow.release(p.s, p.held)
+	ackPublish(p, r)
+}
+
+// tooManyRequestsHdr is the status header nats-server puts on the 429
+// refusal of a publish its stream's ingest queue has no room for.
+const tooManyRequestsHdr = "NATS/1.0 429 Too Many Requests\r\n\r\n"
+
+// refuseBusy answers a publish the backlog had no room for as
+// nats-server does: a 429 status with the PubAck error 10167 naming the
+// stream, whether or not the stream acknowledges publishes. Without a
+// reply subject the message is just dropped; a warning says so, at most
+// once a second for the node.
+func (s *stream) refuseBusy(a *jsAccount, subject, reply []byte) {
+	name := s.config().Name
+	if s.e.flow.warnNow() {
+		s.e.log.Warn("dropping publishes: the stream's ingest backlog is full",
+			"account", a.acc.Name(), "stream", name, "subject", string(subject))
+	}
+	if len(reply) == 0 {
+		return
+	}
+	b, _ := json.Marshal(api.PubAckResponse{Error: api.NewTooManyRequestsError(), PubAck: &api.PubAck{Stream: name}})
+	a.acc.Publish(string(reply), "", []byte(tooManyRequestsHdr), b)
 }
 
 // ackPublish answers a publish once its outcome is durable: a PubAck, or

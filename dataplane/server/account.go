@@ -87,7 +87,7 @@ func (a *Account) Name() string { return a.name }
 type subscription struct {
 	acc     *Account
 	client  *client
-	handler MsgHandler
+	handler PacedHandler
 	fwd     forwarder // set on imports: delivery crosses to another account
 	subject []byte
 	queue   []byte

@@ -20,6 +20,24 @@ type MsgHandler = func(subject, reply, hdr, msg []byte)
 // in this account would see, and nothing of other accounts. The returned
 // function unsubscribes.
 func (a *Account) SubscribeInternal(filter string, h MsgHandler) (unsubscribe func(), err error) {
+	return a.SubscribeInternalPaced(filter, func(subject, reply, hdr, msg []byte) <-chan struct{} {
+		h(subject, reply, hdr, msg)
+		return nil
+	})
+}
+
+// PacedHandler is a MsgHandler that may ask the publisher to pause: it
+// returns nil, or a channel closed once what it queued has drained
+// enough. A client's read loop then waits on it before it reads more, so
+// TCP slows the sender to the pace of the work it causes; the server's
+// own publishers never wait. The channel must be closed eventually
+// whatever the publisher does: nothing it waits for may wait for a
+// client's read loop.
+type PacedHandler = func(subject, reply, hdr, msg []byte) <-chan struct{}
+
+// SubscribeInternalPaced is SubscribeInternal with a PacedHandler: a
+// stream capturing its subjects throttles its publishers this way.
+func (a *Account) SubscribeInternalPaced(filter string, h PacedHandler) (unsubscribe func(), err error) {
 	sub := &subscription{acc: a, subject: []byte(filter), handler: h}
 	if err := a.subs.Insert(filter, "", sub); err != nil {
 		return nil, fmt.Errorf("internal subscription %q: %w", filter, err)
@@ -53,9 +71,10 @@ func (a *Account) Deliver(to, subj, reply string, hdr, msg []byte) {
 		}
 		s.deliverAll(r, true, []byte(subj), []byte(reply), hdrLen, body)
 		s.links = linkCtx{}
-		// The server's own publishers never stall on a slow subscriber:
-		// they serve every account, and the subscriber is cut off at
-		// max_pending anyway.
+		// The server's own publishers never stall on a slow subscriber
+		// or queued work: they serve every account, the subscriber is
+		// cut off at max_pending anyway, and a stream refuses what it
+		// has no room for.
 		s.stall = nil
 		s.wakePending()
 	}

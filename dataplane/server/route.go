@@ -19,10 +19,14 @@ const noRespondersHdr = "NATS/1.0 503\r\n\r\n"
 // A sender is used by one goroutine at a time.
 type sender struct {
 	srv   *Server
-	from  *client       // the publishing client; nil for internal publishes
-	pcd   []*client     // clients to wake after this batch
-	stall chan struct{} // a backlog to wait on after this batch
-	links linkCtx       // a message crossing accounts (imports.go)
+	from  *client         // the publishing client; nil for internal publishes
+	pcd   []*client       // clients to wake after this batch
+	stall <-chan struct{} // a backlog to wait on after this batch
+	// drain: stall is a PacedHandler's queued work, which always drains,
+	// so the wait lasts until it has (or the connection ends) rather
+	// than briefly.
+	drain bool
+	links linkCtx // a message crossing accounts (imports.go)
 }
 
 // route delivers a published message to every interested subscriber of
@@ -136,7 +140,9 @@ func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 		if hdrLen >= 0 {
 			hdr, msg = msg[:hdrLen], msg[hdrLen:]
 		}
-		sub.handler(subj, reply, hdr, msg)
+		if wait := sub.handler(subj, reply, hdr, msg); wait != nil {
+			s.stall, s.drain = wait, true
+		}
 		return
 	}
 	dst := sub.client
@@ -166,7 +172,7 @@ func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 	stall := o.stallLocked(mpend)
 	o.mu.Unlock()
 	if stall != nil {
-		s.stall = stall
+		s.stall, s.drain = stall, false
 	}
 
 	dst.outMsgs.Add(1)
@@ -197,21 +203,31 @@ func (c *client) queue(b []byte) {
 // for. If a subscriber's backlog is near its limit, the sender then pauses
 // briefly (as nats-server does) so a publisher's TCP window does the
 // throttling; a subscriber that stays stuck is cut off at max_pending.
+// If an internal subscriber's queued work is (see PacedHandler), the
+// sender waits for that work to drain: it always does, and reading on
+// would only queue more.
 func (s *sender) wakePending() {
 	for i, dst := range s.pcd {
 		dst.out.wake()
 		s.pcd[i] = nil
 	}
 	s.pcd = s.pcd[:0]
-	if s.stall != nil {
+	switch {
+	case s.stall == nil:
+	case s.drain && s.from != nil:
+		select {
+		case <-s.stall:
+		case <-s.from.flushDone:
+		}
+	default:
 		t := time.NewTimer(stallWait)
 		select {
 		case <-s.stall:
 		case <-t.C:
 		}
 		t.Stop()
-		s.stall = nil
 	}
+	s.stall, s.drain = nil, false
 }
 
 // stallWait bounds how long one read batch waits for a backlogged
