@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
 )
 
 // consumerOf finds a consumer of account acc's stream.
@@ -179,7 +180,15 @@ func TestNoWaitOverALongMiss(t *testing.T) {
 		{"large", 100, 64 << 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, acc, _ := openEngine(t, vfs.NewMem())
+			st, err := store.Open(store.Options{Dir: "js", FS: vfs.NewMem()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The run is queued at once, without waiting for acks (the
+			// fake's publishers are never paced): let all of it in.
+			e, acc, _ := engineOn(t, st, func(o *Options) {
+				o.MaxBufferedMsgs, o.NodeMaxBufferedMsgs = 1<<20, 1<<20
+			})
 			createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
 			body := bytes.Repeat([]byte("z"), tc.size)
 			for range tc.n {
