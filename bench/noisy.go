@@ -196,7 +196,7 @@ func runNoisySide(ctx context.Context, s tenantSide, root string, world *tenantW
 	_, err = jsB.CreateStream(cctx, jetstream.StreamConfig{Name: "SMALL", Subjects: []string{"small.>"}, Storage: jetstream.FileStorage})
 	cancel()
 	if err != nil {
-		return fail(fmt.Errorf("B's stream: %w", err))
+		return fail(fmt.Errorf("stream SMALL of tenant B: %w", err))
 	}
 
 	r.alone = probeLoop(ctx, ncB, noisyAlone)
@@ -274,7 +274,7 @@ func fillBig(ctx context.Context, nc *nats.Conn) error {
 	cctx, cancel := context.WithTimeout(ctx, tenantOpTimeout)
 	defer cancel()
 	if _, err := js.CreateStream(cctx, jetstream.StreamConfig{Name: "BIG", Subjects: []string{"big.>"}, Storage: jetstream.FileStorage}); err != nil {
-		return fmt.Errorf("A's stream: %w", err)
+		return fmt.Errorf("stream BIG of tenant A: %w", err)
 	}
 	payload := []byte("0123456789abcdef")
 	// In windows of acknowledged batches: a client that outruns the
