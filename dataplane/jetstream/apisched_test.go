@@ -171,6 +171,33 @@ func TestAPISchedRoundRobin(t *testing.T) {
 	}
 }
 
+// With every worker blocked in one account's handlers (waiting on the
+// apply path, say), the next free worker goes to the account that waited,
+// not to the blocked account's next request.
+func TestAPISchedWorkerBound(t *testing.T) {
+	lim := testLimits()
+	lim.workers = 2
+	h := newSchedHarness(t, lim)
+	var a, b apiLane
+	for _, n := range []string{"a0", "a1", "a2"} {
+		h.mustSubmit(&a, n, false)
+	}
+	h.expect("a0", "a1")
+	h.mustSubmit(&b, "b0", false)
+	h.wantLane(&b, 1, 0)
+	h.s.mu.Lock()
+	workers := h.s.mu.workers
+	h.s.mu.Unlock()
+	if workers != 2 {
+		t.Fatalf("%d workers; the bound is 2", workers)
+	}
+	h.done("a0")
+	h.expect("b0")
+	h.wantLane(&a, 1, 1)
+	h.done("b0")
+	h.expect("a2")
+}
+
 // A change runs alone in its lane, in arrival order: reads queued after
 // it wait for it, and it waits for the reads before it.
 func TestAPISchedExclusiveOrder(t *testing.T) {
