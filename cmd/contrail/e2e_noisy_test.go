@@ -23,7 +23,7 @@ import (
 const (
 	noisyBigMsgs     = 10_000 // messages (one subject each) in A's stream
 	noisyFloodConns  = 4      // A's connections firing requests without waiting
-	noisyFloodPer    = 2_500  // requests each of them keeps outstanding
+	noisyFloodPer    = 4_000  // requests each of them keeps outstanding
 	noisyHeavyLoops  = 8      // A's loops of STREAM.INFO with every subject
 	noisyVictimReqs  = 200    // B's requests, at least, one at a time
 	noisyVictimBound = 2 * time.Second
