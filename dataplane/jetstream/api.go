@@ -153,7 +153,10 @@ var apiRoutes = map[string]apiRoute{
 // JetStream gets 10039 from every route, before its body is read, as
 // nats-server checks the account first.
 func (a *jsAccount) serve(req apiRequest) {
-	op := a.apiOpName(req.subject)
+	op := strings.TrimPrefix(req.subject, "$JS.API.")
+	if d := a.e.opts.Domain; d != "" {
+		op = strings.TrimPrefix(op, "$JS."+d+".API.")
+	}
 	if strings.HasPrefix(op, "DIRECT.GET.") {
 		// Direct gets are answered by the stream, not the API: nats-server
 		// leaves them out of the account's API stats.
@@ -191,7 +194,8 @@ func (a *jsAccount) serve(req apiRequest) {
 	a.reply(req.reply, &api.Response{Type: api.TypeSystemResponse, Error: api.NewBadRequestError()})
 }
 
-// apiOpName strips the API prefix (plain or domain) from subject.
+// apiOpName strips the API prefix (plain or domain) from subject, as
+// serve does.
 func (a *jsAccount) apiOpName(subject string) string {
 	op := strings.TrimPrefix(subject, "$JS.API.")
 	if d := a.e.opts.Domain; d != "" {
