@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -234,4 +235,57 @@ func victimLoop(t testing.TB, nc *nats.Conn, n int) *victimResult {
 		}
 	}
 	return r
+}
+
+// TestAPIPipelinedOrder sends, from one connection and without waiting
+// for replies, create / info / delete / info for many streams: a change
+// is served after the requests before it from the same account and
+// before those after it, so the first info finds the stream and the
+// second does not. nats-server v2.15.2 does not promise this (its API
+// workers race: a pipelined info or delete can miss the create before
+// it), so the test runs on Contrail only.
+func TestAPIPipelinedOrder(t *testing.T) {
+	_, tg := jsNode(t, nodeOpts{})
+	nc := tg.nc
+	const streams = 50
+	steps := []string{"create", "info", "delete", "gone"}
+	replies := make(chan *nats.Msg, streams*len(steps))
+	inbox := nats.NewInbox()
+	sub, err := nc.ChanSubscribe(inbox+".>", replies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	flush(t, nc)
+	for i := range streams {
+		name := "P" + strconv.Itoa(i)
+		for _, step := range steps {
+			subj, body := "$JS.API.STREAM.INFO."+name, ""
+			switch step {
+			case "create":
+				subj, body = "$JS.API.STREAM.CREATE."+name, fmt.Sprintf(`{"name":%q,"subjects":["p.%d"]}`, name, i)
+			case "delete":
+				subj = "$JS.API.STREAM.DELETE." + name
+			}
+			if err := nc.PublishRequest(subj, inbox+"."+step+"."+name, []byte(body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	flush(t, nc)
+	for range streams * len(steps) {
+		m := recvChan(t, replies, "a pipelined reply")
+		step, _, _ := strings.Cut(strings.TrimPrefix(m.Subject, inbox+"."), ".")
+		r := apiReply{raw: m.Data}
+		if err := json.Unmarshal(m.Data, &r.doc); err != nil {
+			t.Fatalf("%s: %q", m.Subject, m.Data)
+		}
+		if step == "gone" {
+			if r.errCode() != 10059 {
+				t.Errorf("%s, after the delete: %s; want stream not found (10059)", m.Subject, r)
+			}
+		} else if r.errCode() != 0 {
+			t.Errorf("%s: %s", m.Subject, r)
+		}
+	}
 }
