@@ -31,8 +31,9 @@ import (
 // change the account (anything but the reads in apiReadOnly) runs alone
 // in its lane: it starts once the lane's running requests are done, and
 // nothing after it starts before it ends. So a create followed by an info
-// from one client is answered as if served one after the other, as a
-// client expects, while reads of one account run side by side.
+// from one client, sent without waiting, is answered as if served one
+// after the other (nats-server's workers race there), while reads of one
+// account run side by side.
 
 // apiLimits size the scheduler.
 type apiLimits struct {
