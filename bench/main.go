@@ -36,6 +36,7 @@ type config struct {
 	keep          bool
 	verbose       bool
 	tenants       int
+	noisy         bool
 }
 
 func parseFlags() config {
@@ -52,6 +53,7 @@ func parseFlags() config {
 	flag.BoolVar(&c.keep, "keep", false, "keep the temp dir (server logs, data, CSV files) and print its path")
 	flag.BoolVar(&c.verbose, "v", false, "print every nats command line")
 	flag.IntVar(&c.tenants, "tenants", 0, "run the tenant-density scenario with this many accounts instead of the workloads (see README)")
+	flag.BoolVar(&c.noisy, "noisy", false, "run the noisy-neighbour scenario instead of the workloads (see README)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./bench [flags]\n\nworkloads:")
 		for _, w := range workloads {
@@ -87,6 +89,9 @@ func run() int {
 	bench := benchmark
 	if cfg.tenants > 0 {
 		bench = tenantBenchmark
+	}
+	if cfg.noisy {
+		bench = noisyBenchmark
 	}
 	if err := bench(ctx, cfg); err != nil {
 		if ctx.Err() != nil {

@@ -70,6 +70,12 @@ type tenantWorld struct {
 // newTenantWorld creates the operator, the system account and n accounts
 // with one user each, signed as nsc signs them.
 func newTenantWorld(n int) (*tenantWorld, error) {
+	return newTenantWorldLimits(n, tenantJSLimits)
+}
+
+// newTenantWorldLimits is newTenantWorld with the accounts' JetStream
+// limits given.
+func newTenantWorldLimits(n int, lim jwt.JetStreamLimits) (*tenantWorld, error) {
 	op, err := nkeys.CreateOperator()
 	if err != nil {
 		return nil, err
@@ -86,7 +92,7 @@ func newTenantWorld(n int) (*tenantWorld, error) {
 		ac := jwt.NewAccountClaims(pub)
 		ac.Name = name
 		if js {
-			ac.Limits.JetStreamLimits = tenantJSLimits
+			ac.Limits.JetStreamLimits = lim
 		}
 		token, err := ac.Encode(op)
 		if err != nil {

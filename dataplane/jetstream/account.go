@@ -43,6 +43,9 @@ type jsAccount struct {
 	}
 	apiTotal, apiErrors atomic.Uint64
 	unsubs              []func() // the API subscriptions; set once at registration
+	// lane is the account's queue in the engine's API scheduler, guarded
+	// by the scheduler.
+	lane apiLane
 }
 
 // EnableAccount turns JetStream on for acc with no limits (open mode): its

@@ -8,11 +8,6 @@ import (
 	"github.com/contrail/contrail/dataplane/jetstream/api"
 )
 
-// apiWorkers is how many goroutines serve API requests. Requests are
-// handed off the publisher's goroutine because some wait for the apply
-// path (a create waits for its fsync).
-const apiWorkers = 4
-
 // apiRequest is one $JS.API request, copied out of the publisher's buffer.
 type apiRequest struct {
 	a              *jsAccount
@@ -35,12 +30,14 @@ func (a *jsAccount) onAPI(subject, reply, hdr, msg []byte) {
 		}
 		return
 	}
+	// Handed off the publisher's goroutine because some requests wait for
+	// the apply path (a create waits for its fsync); scheduled fairly per
+	// account (apisched.go).
 	req := apiRequest{a: a, subject: string(subject), reply: string(reply),
 		hdr: bytes.Clone(hdr), body: bytes.Clone(msg)}
-	select {
-	case a.e.apiQueue <- req:
-	default:
-		// Overloaded: say so rather than queue without bound.
+	if !a.e.apiSched.submit(&a.lane, req, !apiReadOnly(a.apiOpName(req.subject))) {
+		// This account's queue is full: say so rather than queue without
+		// bound. Other accounts' requests are still accepted.
 		a.reply(req.reply, &api.Response{Type: api.TypeSystemOverloaded, Error: api.NewInsufficientResourcesError()})
 	}
 }
@@ -105,12 +102,6 @@ func (a *jsAccount) apiOp(subject []byte, next string) (string, bool) {
 		return "", false
 	}
 	return string(rest), true
-}
-
-func (e *Engine) apiLoop() {
-	for req := range e.apiQueue {
-		req.a.serve(req)
-	}
 }
 
 // apiHandler serves one API operation; name is the subject's remainder
@@ -201,6 +192,16 @@ func (a *jsAccount) serve(req apiRequest) {
 		route = route[:i]
 	}
 	a.reply(req.reply, &api.Response{Type: api.TypeSystemResponse, Error: api.NewBadRequestError()})
+}
+
+// apiOpName strips the API prefix (plain or domain) from subject, as
+// serve does.
+func (a *jsAccount) apiOpName(subject string) string {
+	op := strings.TrimPrefix(subject, "$JS.API.")
+	if d := a.e.opts.Domain; d != "" {
+		op = strings.TrimPrefix(op, "$JS."+d+".API.")
+	}
+	return op
 }
 
 // refuseNotEnabled answers a request to an account without JetStream:

@@ -84,7 +84,7 @@ type Engine struct {
 	file     *applier
 	memory   *applier
 	flow     *flowGate // bounds captured publishes in both appliers
-	apiQueue chan apiRequest
+	apiSched *apiScheduler
 
 	mu struct {
 		sync.Mutex
@@ -122,7 +122,7 @@ func New(opts Options) (*Engine, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	e := &Engine{opts: opts, log: opts.Log, apiQueue: make(chan apiRequest, 4096)}
+	e := &Engine{opts: opts, log: opts.Log, apiSched: newAPIScheduler(defaultAPILimits(), func(req apiRequest) { req.a.serve(req) })}
 	e.mu.accounts = map[string]*jsAccount{}
 	e.mu.byID = map[uint64]*stream{}
 	e.mu.held = map[string][]*stream{}
@@ -140,13 +140,6 @@ func New(opts Options) (*Engine, error) {
 		go func() {
 			defer e.wg.Done()
 			ap.run()
-		}()
-	}
-	for range apiWorkers {
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			e.apiLoop()
 		}()
 	}
 	return e, nil
@@ -273,10 +266,11 @@ func (e *Engine) Close() {
 	for _, a := range accounts {
 		a.shutdown()
 	}
-	close(e.apiQueue)
+	e.apiSched.close()
 	e.file.close()
 	e.memory.close()
 	e.wg.Wait()
+	e.apiSched.wait()
 }
 
 // newStreamID reserves the next stream id.
