@@ -23,6 +23,7 @@ var (
 // $JS.API.DIRECT.GET.<stream>.<subject> (last message on subject) with the
 // message itself, its stream coordinates in headers (ADR-31).
 func (a *jsAccount) directGet(req apiRequest, rest string) {
+	defer a.guard(req)
 	if req.reply == "" {
 		return
 	}

@@ -14,7 +14,13 @@ import (
 // decoded in turn. Syntax errors name the offset. Handlers answer any
 // error with NewInvalidJSONError(err) (10025), so a misspelt or retired
 // member (template_owner, say) is refused rather than silently dropped.
+//
+// A body over MaxRequestSize is refused with ErrRequestTooLarge before
+// any of it is read.
 func DecodeRequest(body []byte, v any) error {
+	if len(body) > MaxRequestSize {
+		return ErrRequestTooLarge
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	for {

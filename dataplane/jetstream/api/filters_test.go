@@ -1,0 +1,141 @@
+package api
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/subject"
+)
+
+// pairwiseBadFilter is nats-server's definition, comparing every pair:
+// the first filter in order that is invalid or a subset of another.
+func pairwiseBadFilter(filters []string) ErrorCode {
+	for i, f := range filters {
+		if !validSubject(f) {
+			return CodeStreamInvalidConfig
+		}
+		for j, g := range filters {
+			if i != j && validSubject(g) && subject.SubsetOf(f, g) {
+				return CodeConsumerOverlappingSubjectFilters
+			}
+		}
+	}
+	return 0
+}
+
+// TestFirstBadFilterAgreesWithPairwise: the trie check answers what
+// comparing every pair answers, on hand-picked and random filter sets.
+func TestFirstBadFilterAgreesWithPairwise(t *testing.T) {
+	sets := [][]string{
+		{"a", "b"}, {"a", "a"}, {"a.>", "a.b"}, {"a.b", "a.>"}, {"a.*", "a.b"}, {"a.*", "a.>"},
+		{"a.>", "a.*"}, {">", "a"}, {"*", "a"}, {"*", "a.b"}, {"a.*.c", "a.b.*"}, {"a.*", "a.*"},
+		{">", ">"}, {"a.>", "b.>"}, {"a", ">.x"}, {">.x", "a", "a"}, {"a", "a", ">.x"}, {"a..b"},
+		{"*.b", "a.*"}, {"a.b.c", "*.*.*"}, {"a.b", "*.*.*"}, {"foo.*", "foo"},
+	}
+	tokens := []string{"a", "b", "*", ">", ""}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		n := 1 + rng.IntN(6)
+		set := make([]string, n)
+		for i := range set {
+			toks := make([]string, 1+rng.IntN(3))
+			for k := range toks {
+				toks[k] = tokens[rng.IntN(len(tokens)-1)]
+				if rng.IntN(50) == 0 {
+					toks[k] = "" // an invalid filter now and then
+				}
+			}
+			set[i] = strings.Join(toks, ".")
+		}
+		sets = append(sets, set)
+	}
+	for _, set := range sets {
+		if got, want := codeOf(firstBadFilter(set)), pairwiseBadFilter(set); got != want {
+			t.Fatalf("%q: got %d, pairwise %d", set, got, want)
+		}
+	}
+}
+
+// TestManyFilters: 20,000 filters are checked at once (nats-server takes
+// tens of seconds, comparing every pair) and get nats-server's answer;
+// more than MaxConsumerFilters are refused.
+func TestManyFilters(t *testing.T) {
+	stream := &StreamConfig{Name: "S", Subjects: []string{"a.>"}}
+	filters := make([]string, 20000)
+	for i := range filters {
+		filters[i] = fmt.Sprintf("a.%d", i)
+	}
+	start := time.Now()
+	cfg := ConsumerConfig{Durable: "C", AckPolicy: AckExplicit, FilterSubjects: filters}
+	if err := cfg.Validate(stream); err != nil {
+		t.Fatalf("20,000 distinct filters: %v", err)
+	}
+	cfg.FilterSubjects = append(filters, "a.19999")
+	if err := cfg.Validate(stream); codeOf(err) != CodeConsumerOverlappingSubjectFilters {
+		t.Fatalf("20,000 filters with a duplicate: %v", err)
+	}
+	cfg.FilterSubjects = append(filters, "a.*")
+	if err := cfg.Validate(stream); codeOf(err) != CodeConsumerOverlappingSubjectFilters {
+		t.Fatalf("20,000 filters and a wildcard over them: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("three checks of 20,000 filters took %v", d)
+	}
+	many := make([]string, MaxConsumerFilters+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("a.%d", i)
+	}
+	cfg.FilterSubjects = many
+	if err := cfg.Validate(stream); codeOf(err) != CodeStreamInvalidConfig || !strings.Contains(err.Error(), "filter subjects") {
+		t.Fatalf("%d filters: %v", len(many), err)
+	}
+}
+
+// TestFilterCheckBudget: a set crafted so each lookup fans out over every
+// wildcard path is refused once the budget is spent, not checked for
+// minutes.
+func TestFilterCheckBudget(t *testing.T) {
+	// Every prefix in {x,*}^15 ends in its own last token: no filter is a
+	// subset of another, and a lookup of an all-literal prefix walks all
+	// 2^15 of them.
+	var set []string
+	const depth = 15
+	for m := range 1 << depth {
+		toks := make([]string, depth+1)
+		for k := range depth {
+			toks[k] = "x"
+			if m>>k&1 == 1 {
+				toks[k] = "*"
+			}
+		}
+		toks[depth] = fmt.Sprint("e", m)
+		set = append(set, strings.Join(toks, "."))
+	}
+	start := time.Now()
+	err := firstBadFilter(set)
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("budgeted check took %v", d)
+	}
+	if codeOf(err) != CodeStreamInvalidConfig {
+		t.Fatalf("crafted set: %v", err)
+	}
+}
+
+// TestRequestSizeBound: a body over MaxRequestSize is refused before
+// decoding.
+func TestRequestSizeBound(t *testing.T) {
+	var v map[string]any
+	body := []byte(`{"a":"` + strings.Repeat("x", MaxRequestSize) + `"}`)
+	if err := DecodeRequest(body, &v); err != ErrRequestTooLarge {
+		t.Fatalf("over-size body: %v", err)
+	}
+	if v != nil {
+		t.Fatal("over-size body was decoded")
+	}
+	if err := DecodeRequest(body[:MaxRequestSize-2], &v); err == ErrRequestTooLarge {
+		t.Fatal("a body within the bound was refused for its size")
+	}
+}
