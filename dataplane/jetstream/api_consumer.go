@@ -355,8 +355,11 @@ func (a *jsAccount) consumerFor(rest string) (*consumer, *api.Error) {
 	return c, nil
 }
 
-func (a *jsAccount) consumerInfo(_ apiRequest, rest string) any {
+func (a *jsAccount) consumerInfo(req apiRequest, rest string) any {
 	const typ = api.TypeConsumerInfoResponse
+	if !api.IsEmptyRequest(req.body) {
+		return consumerErr(typ, api.NewNotEmptyRequestError())
+	}
 	c, err := a.consumerFor(rest)
 	if err != nil {
 		return consumerErr(typ, err)
@@ -364,8 +367,11 @@ func (a *jsAccount) consumerInfo(_ apiRequest, rest string) any {
 	return &api.ConsumerInfoResponse{Response: api.Response{Type: typ}, ConsumerInfo: c.info()}
 }
 
-func (a *jsAccount) consumerDelete(_ apiRequest, rest string) any {
+func (a *jsAccount) consumerDelete(req apiRequest, rest string) any {
 	const typ = api.TypeConsumerDeleteResponse
+	if !api.IsEmptyRequest(req.body) {
+		return &api.SuccessResponse{Response: api.Response{Type: typ, Error: api.NewNotEmptyRequestError()}}
+	}
 	c, err := a.consumerFor(rest)
 	if err != nil {
 		return &api.SuccessResponse{Response: api.Response{Type: typ, Error: err}}

@@ -242,6 +242,9 @@ func pageSubjects(subs map[string]uint64, offset, size int) map[string]uint64 {
 
 func (a *jsAccount) streamDelete(req apiRequest, name string) any {
 	const typ = api.TypeStreamDeleteResponse
+	if !api.IsEmptyRequest(req.body) {
+		return streamErr(typ, api.NewNotEmptyRequestError())
+	}
 	a.create.Lock()
 	defer a.create.Unlock()
 	if !a.enabled.Load() {
@@ -446,6 +449,13 @@ func validGet(req *api.MsgGetRequest) bool {
 func (s *stream) get(req *api.MsgGetRequest) (store.Message, *api.Error) {
 	var m store.Message
 	var err error
+	for _, f := range []string{req.LastFor, req.NextFor} {
+		if f != "" && !subject.ValidFilterString(f) {
+			// No subject is on an invalid filter: nats-server finds
+			// nothing, where the store would read it as a prefix.
+			return m, api.NewNoMessageFoundError()
+		}
+	}
 	seq := req.Seq
 	if req.StartTime != nil {
 		seq, err = s.seqForTime(unixNanos(*req.StartTime))

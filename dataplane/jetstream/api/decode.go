@@ -37,3 +37,18 @@ func DecodeRequest(body []byte, v any) error {
 		}
 	}
 }
+
+// IsEmptyRequest reports whether body asks nothing, as nats-server
+// decides for the requests that take no body (STREAM.DELETE,
+// CONSUMER.INFO, CONSUMER.DELETE), which answer anything else with 10038:
+// no bytes, or a JSON object without members.
+func IsEmptyRequest(body []byte) bool {
+	if len(body) == 0 || string(body) == "{}" {
+		return true
+	}
+	if len(body) > MaxRequestSize {
+		return false
+	}
+	var v map[string]json.RawMessage
+	return json.Unmarshal(body, &v) == nil && v != nil && len(v) == 0
+}
