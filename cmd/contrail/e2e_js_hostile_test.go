@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 )
 
@@ -139,6 +140,25 @@ func hostileCases() []hostileCase {
 			add("20000-filters-overlap", `{"stream_name":"S","config":{"ack_policy":"explicit","filter_subjects":[`+strings.Join(fs, ",")+`,"s.*"]}}`)
 		}
 	}
+	long := strings.Repeat("L", 300)
+	for _, c := range []hostileCase{
+		{name: "name/missing", subj: "STREAM.INFO"},
+		{name: "name/too-long", subj: "STREAM.CREATE." + long, body: `{"name":"` + long + `","subjects":["l"]}`},
+		{name: "name/unicode", subj: "STREAM.INFO.Ünï"},
+		{name: "name/unknown-route", subj: "NO.SUCH.API"},
+		{name: "name/filter-mismatch", subj: "CONSUMER.CREATE.S.n.s.a", body: `{"stream_name":"S","config":{"name":"n","filter_subject":"s.b"}}`},
+		{name: "name/filter-and-filters", subj: "CONSUMER.CREATE.S.n.s.a", body: `{"stream_name":"S","config":{"name":"n","filter_subjects":["s.a"]}}`},
+		{name: "name/durable-missing", subj: "CONSUMER.DURABLE.CREATE.S", body: `{"stream_name":"S","config":{"durable_name":"D"}}`},
+		{name: "name/consumer-missing", subj: "CONSUMER.INFO.S"},
+		{name: "name/pause-unknown", subj: "CONSUMER.PAUSE.S.NOPE", body: `{"pause_until":"9999-12-31T23:59:59Z"}`},
+		{name: "name/msg-get-unknown", subj: "STREAM.MSG.GET.NOPE", body: `{"seq":1}`},
+		{name: "name/pull-no-consumer", subj: "CONSUMER.MSG.NEXT.S", status: true},
+		{name: "name/direct-unknown-stream", subj: "DIRECT.GET.NOPE", body: `{"seq":1}`, status: true},
+		{name: "name/direct-unknown-subject", subj: "DIRECT.GET.S.s.nope", status: true},
+	} {
+		c.subj = "$JS.API." + c.subj
+		out = append(out, c)
+	}
 	return out
 }
 
@@ -157,7 +177,11 @@ var hostileKnownDiffs = map[string]string{
 	"DIRECT.GET.S/time0=year-2263":         "as STREAM.MSG.GET.S/time0=year-2263 (404 instead of the first message)",
 	"DIRECT.GET.S/time0=year-9999":         "as STREAM.MSG.GET.S/time0=year-2263",
 	"DIRECT.GET.S/time0=year-1600":         "as STREAM.MSG.GET.S/time0=year-1600",
-	"CONSUMER.CREATE.S/20000-filters*":     "nats-server compares every pair of filters: ~20 s for 20,000, past the request timeout; contrail answers at once",
+	"CONSUMER.CREATE.S/20000-filters*":     "nats-server does not answer in time: it compares every pair of filters, ~20 s for 20,000; contrail answers at once",
+	"name/missing":                         "nats-server does not answer a route without its name (no handler subscribes there); contrail answers 10059",
+	"name/unknown-route":                   "nats-server does not answer an unknown API subject; contrail answers 10003",
+	"name/durable-missing":                 "nats-server does not answer a durable create without the durable's name; contrail answers 10016",
+	"name/consumer-missing":                "nats-server does not answer CONSUMER.INFO without a consumer name; contrail answers 10014",
 }
 
 // hostileOutcome reduces a reply to what the two servers must agree on:
@@ -195,26 +219,33 @@ func hostileState(t *testing.T, nc *nats.Conn) string {
 
 // hostileReset gives a server the state each case starts from: stream S
 // (s.>, direct gets on) with three messages and a durable pull consumer
-// C, and no stream H.
+// C, and no other stream.
 func hostileReset(t *testing.T, nc *nats.Conn) {
 	t.Helper()
-	for _, s := range []string{"S", "H"} {
-		exchange(t, nc, apiStep{name: "reset", subj: "$JS.API.STREAM.DELETE." + s})
+	names, _ := mustAPI(t, nc, "$JS.API.STREAM.NAMES", "").doc["streams"].([]any)
+	for _, s := range names {
+		mustAPI(t, nc, "$JS.API.STREAM.DELETE."+s.(string), "")
 	}
-	mustAPI(t, nc, "$JS.API.STREAM.CREATE.S", `{"name":"S","subjects":["s.>"],"allow_direct":true}`)
+	hostileCreate(t, nc, "$JS.API.STREAM.CREATE.S", `{"name":"S","subjects":["s.>"],"allow_direct":true}`)
 	for _, subj := range []string{"s.a", "s.b", "s.a"} {
 		m, err := nc.Request(subj, []byte("x"), ioTimeout)
 		if err != nil || !strings.Contains(string(m.Data), `"seq"`) {
 			t.Fatalf("reset publish: %v %v", m, err)
 		}
 	}
-	// nats-server removes a deleted stream's consumer files in the
-	// background: a consumer created at once can find the old ones (10104)
-	// and succeeds once they are gone.
-	waitFor(t, ioTimeout, "consumer C created", func() bool {
-		r := apiRequest(t, nc, "$JS.API.CONSUMER.CREATE.S.C", `{"stream_name":"S","config":{"name":"C","durable_name":"C","ack_policy":"explicit"}}`)
-		if c := r.errCode(); c != 0 && c != 10104 {
-			t.Fatalf("reset consumer: %s", r.raw)
+	hostileCreate(t, nc, "$JS.API.CONSUMER.CREATE.S.C", `{"stream_name":"S","config":{"name":"C","durable_name":"C","ack_policy":"explicit"}}`)
+}
+
+// hostileCreate makes a reset's create until it succeeds: nats-server
+// removes a deleted stream's files in the background, and a stream or
+// consumer created at once under the same name can find the old ones
+// (10049, 10104).
+func hostileCreate(t *testing.T, nc *nats.Conn, subj, body string) {
+	t.Helper()
+	waitFor(t, ioTimeout, subj, func() bool {
+		r := apiRequest(t, nc, subj, body)
+		if c := r.errCode(); c != 0 && c != 10049 && c != 10104 {
+			t.Fatalf("reset %s: %s", subj, r.raw)
 		}
 		return r.errCode() == 0
 	})
@@ -252,7 +283,12 @@ func TestHostileJSAPI(t *testing.T) {
 	}
 	var differ []string
 	start := time.Now()
-	for _, c := range cases {
+	for i, c := range cases {
+		// Streams created by a case are named anew each time (H1, H2…),
+		// so no create reuses a name nats-server is still removing.
+		h := fmt.Sprint("H", i)
+		c.subj = strings.Replace(c.subj, "STREAM.CREATE.H", "STREAM.CREATE."+h, 1)
+		c.body = strings.Replace(c.body, `"name":"H"`, `"name":"`+h+`"`, 1)
 		hostileReset(t, ours)
 		before := hostileState(t, ours)
 		st := apiStep{name: c.name, subj: c.subj, body: c.body}
@@ -273,8 +309,8 @@ func TestHostileJSAPI(t *testing.T) {
 			}
 		}
 		why, known := knownDiff(c.name)
-		if known && strings.Contains(why, "past the request timeout") {
-			continue // nats-server would not answer in time
+		if known && strings.HasPrefix(why, "nats-server does not answer") {
+			continue
 		}
 		hostileReset(t, theirs)
 		want := hostileOutcome(exchange(t, theirs, st))
@@ -289,4 +325,49 @@ func TestHostileJSAPI(t *testing.T) {
 		t.Error(d)
 	}
 	t.Logf("%d hostile requests in %v", len(cases), time.Since(start).Round(time.Millisecond))
+}
+
+// TestHostileJSMaxAckPendingLimit: under an account JWT's max_ack_pending,
+// a consumer asking for unlimited (-1, or any negative) gets the account's
+// limit on contrail. nats-server keeps -1 there, which lets one consumer
+// hold more unacknowledged messages than its account allows; above the
+// limit both refuse with 10121.
+func TestHostileJSMaxAckPendingLimit(t *testing.T) {
+	t.Parallel()
+	w := newOpWorld(t)
+	a := w.account("A", func(ac *jwt.AccountClaims) {
+		ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: 1 << 20, DiskStorage: 1 << 20, Streams: -1, Consumer: -1, MaxAckPending: 10}
+	})
+	creds, _ := a.user("u", nil)
+	ours := connectCreds(t, w.startOpNode(t).URL, creds)
+	theirs := connectCreds(t, w.startRef(t).URL, creds)
+	for _, nc := range []*nats.Conn{ours, theirs} {
+		mustAPI(t, nc, "$JS.API.STREAM.CREATE.S", `{"name":"S","subjects":["s"]}`)
+	}
+	maxAckPending := func(r apiReply) any {
+		cfg, _ := r.doc["config"].(map[string]any)
+		return cfg["max_ack_pending"]
+	}
+	for i, tc := range []struct {
+		value       string
+		ours, their any // the config's max_ack_pending, or the err_code
+	}{
+		{"-1", 10.0, -1.0}, {"-5", 10.0, -1.0}, {"0", 10.0, 10.0}, {"7", 7.0, 7.0}, {"11", 10121, 10121},
+	} {
+		body := fmt.Sprintf(`{"stream_name":"S","config":{"name":"c%d","ack_policy":"explicit","max_ack_pending":%s}}`, i, tc.value)
+		for _, side := range []struct {
+			name string
+			nc   *nats.Conn
+			want any
+		}{{"contrail", ours, tc.ours}, {"nats-server", theirs, tc.their}} {
+			r := apiRequest(t, side.nc, fmt.Sprintf("$JS.API.CONSUMER.CREATE.S.c%d", i), body)
+			var got any = r.errCode()
+			if r.errCode() == 0 {
+				got = maxAckPending(r)
+			}
+			if got != side.want {
+				t.Errorf("%s: max_ack_pending %s: got %v, want %v (%s)", side.name, tc.value, got, side.want, r.raw)
+			}
+		}
+	}
 }
