@@ -314,3 +314,24 @@ func TestConsumerWritesReportStoreFailures(t *testing.T) {
 		t.Fatalf("failed writes changed the consumer: %+v %v", info.Config, info.Error)
 	}
 }
+
+// TestHugeAckWaitNeverRedelivers: an ack wait (or a NAK delay) running
+// past 2262 is "not within any lifetime", not a time before 1970 that is
+// already due: the message is not redelivered at once.
+func TestHugeAckWaitNeverRedelivers(t *testing.T) {
+	_, acc, _ := openEngine(t, vfs.NewMem())
+	createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s"}})
+	publish(t, acc, "s", nil, []byte("0"))
+	publish(t, acc, "s", nil, []byte("1"))
+	createConsumer(t, acc, "S", api.ConsumerConfig{Durable: "C", AckPolicy: api.AckExplicit, AckWait: math.MaxInt64})
+	got := inbox(t, acc, "_INBOX.huge")
+	acc.Publish("$JS.API.CONSUMER.MSG.NEXT.S.C", "_INBOX.huge", nil, []byte(`{"batch":2}`))
+	next(t, got)
+	nak := next(t, got)
+	acc.Publish(nak.reply, "", nil, []byte(`-NAK {"delay":9223372036854775807}`))
+	// A pull that waits a while: an overdue message would come back.
+	acc.Publish("$JS.API.CONSUMER.MSG.NEXT.S.C", "_INBOX.huge", nil, []byte(`{"batch":1,"expires":300000000}`))
+	if d := next(t, got); !strings.HasPrefix(d.hdr, "NATS/1.0 408") {
+		t.Fatalf("a message with a 292-year ack wait came back: %+v", d)
+	}
+}
