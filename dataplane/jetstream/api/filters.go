@@ -29,6 +29,12 @@ const filterCheckBudget = 4 << 20
 // on an invalid subject is meaningless, and such a filter is refused
 // anyway, at the latest at its own position.
 func firstBadFilter(filters []string) *Error {
+	return firstBadFilterWithin(filters, filterCheckBudget)
+}
+
+// firstBadFilterWithin is firstBadFilter visiting at most budget trie
+// nodes.
+func firstBadFilterWithin(filters []string, budget int) *Error {
 	valid := make([]bool, len(filters))
 	t := newFilterTrie()
 	for i, f := range filters {
@@ -36,7 +42,6 @@ func firstBadFilter(filters []string) *Error {
 			t.insert(f)
 		}
 	}
-	budget := filterCheckBudget
 	for i, f := range filters {
 		if !valid[i] {
 			return NewStreamInvalidConfigError(errBadSubject)
