@@ -371,3 +371,29 @@ func TestHostileJSMaxAckPendingLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileJSOversizeRequest: on a node whose max_payload allows larger
+// messages, an API request over 1 MiB (nats-server's default max_payload)
+// is refused before it is decoded, with an error naming the bound;
+// nats-server has no such bound and decodes whatever arrives.
+func TestHostileJSOversizeRequest(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{config: "max_payload: 4MB\n"})
+	nc := connect(t, n.URL)
+	mustAPI(t, nc, "$JS.API.STREAM.CREATE.S", `{"name":"S","subjects":["s"],"allow_direct":true}`)
+	mustAPI(t, nc, "$JS.API.CONSUMER.CREATE.S.C", `{"stream_name":"S","config":{"name":"C","ack_policy":"explicit"}}`)
+	big := `{"description":"` + strings.Repeat("d", 2<<20) + `"}`
+	for _, subj := range []string{"STREAM.CREATE.X", "STREAM.INFO.S", "CONSUMER.CREATE.S", "STREAM.MSG.GET.S", "STREAM.PURGE.S"} {
+		r := apiRequest(t, nc, "$JS.API."+subj, big)
+		wantAPIError(t, subj, r, 10025, "exceeds the maximum of 1048576 bytes")
+	}
+	for _, subj := range []string{"DIRECT.GET.S", "CONSUMER.MSG.NEXT.S.C"} {
+		r := exchange(t, nc, apiStep{name: subj, subj: "$JS.API." + subj, body: big})
+		if got := hostileOutcome(r); got != "status 408" && got != "status 400" {
+			t.Errorf("%s with 2 MiB: %s", subj, r.raw)
+		}
+	}
+	if st := hostileState(t, nc); st != "msgs=0 first=0 last=0 consumers=1" {
+		t.Errorf("oversize requests changed the stream: %s", st)
+	}
+}
