@@ -228,9 +228,7 @@ func (c *consumer) update(cfg *api.ConsumerConfig) {
 	if moved {
 		c.watchLocked()
 	}
-	c.mu.filters = cfg.Filters()
-	f := c.mu.filters
-	c.filt.Store(&f)
+	c.setFiltersLocked(cfg)
 	c.mu.ahead, c.mu.aheadTo = nil, 0
 	c.mu.dirty = true
 	c.mu.Unlock()

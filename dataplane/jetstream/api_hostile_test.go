@@ -335,3 +335,31 @@ func TestHugeAckWaitNeverRedelivers(t *testing.T) {
 		t.Fatalf("a message with a 292-year ack wait came back: %+v", d)
 	}
 }
+
+// TestManyFiltersDeliver: a consumer with many filters (matched through a
+// subject.Set on the apply path) gets exactly the matching messages.
+func TestManyFiltersDeliver(t *testing.T) {
+	_, acc, _ := openEngine(t, vfs.NewMem())
+	createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"k.>"}})
+	filters := []string{"k.w.*"}
+	for i := range 2000 {
+		filters = append(filters, fmt.Sprintf("k.%d", i))
+	}
+	createConsumer(t, acc, "S", api.ConsumerConfig{Durable: "C", AckPolicy: api.AckNone, FilterSubjects: filters})
+	for _, subj := range []string{"k.1999", "k.2000", "k.w.x", "k.w.x.y", "k.7"} {
+		publish(t, acc, subj, nil, []byte(subj))
+	}
+	got := inbox(t, acc, "_INBOX.many")
+	acc.Publish("$JS.API.CONSUMER.MSG.NEXT.S.C", "_INBOX.many", nil, []byte(`{"batch":10,"expires":300000000}`))
+	var subjects []string
+	for {
+		d := next(t, got)
+		if d.hdr != "" {
+			break // the 408 closing the request
+		}
+		subjects = append(subjects, d.subject)
+	}
+	if strings.Join(subjects, " ") != "k.1999 k.w.x k.7" {
+		t.Fatalf("delivered %q", subjects)
+	}
+}
