@@ -14,10 +14,10 @@ type Set struct {
 }
 
 // setNode is one token position; count is how many filters end here
-// (a duplicate counts twice).
+// (a duplicate counts twice), below how many end further down.
 type setNode struct {
-	kids  map[string]*setNode
-	count int
+	kids         map[string]*setNode
+	count, below int
 }
 
 // NewSet builds a Set of filters, which must be valid (ValidFilterString).
@@ -26,6 +26,7 @@ func NewSet(filters []string) *Set {
 	for _, f := range filters {
 		n := &s.root
 		for tok := range strings.SplitSeq(f, ".") {
+			n.below++
 			if n.kids == nil {
 				n.kids = map[string]*setNode{}
 			}
@@ -104,6 +105,57 @@ func (n *setNode) covers(toks []string, exact bool, budget *int) (covered, ok bo
 		if k := n.kids["*"]; k != nil {
 			return k.covers(toks[1:], false, budget)
 		}
+	}
+	return false, true
+}
+
+// OverlapsOther reports whether another filter of the set (f's own entry
+// aside; a duplicate of f counts) matches some subject f matches, as
+// Overlaps decides it. f must be valid. Each tree node visited costs one
+// from budget; ok is false, and the answer unknown, once it runs out.
+func (s *Set) OverlapsOther(f string, budget *int) (overlaps, ok bool) {
+	return s.root.overlaps(strings.Split(f, "."), true, budget)
+}
+
+// overlaps walks the branches of n that can share a subject with toks;
+// exact says the path so far spells f itself, whose own entry does not
+// count.
+func (n *setNode) overlaps(toks []string, exact bool, budget *int) (overlaps, ok bool) {
+	if *budget--; *budget < 0 {
+		return false, false
+	}
+	self := 0 // f's own entry, where it is counted
+	if exact {
+		self = 1
+	}
+	if len(toks) == 0 {
+		return n.count-self > 0, true
+	}
+	tok := toks[0]
+	if tok == ">" {
+		// Every filter ending further down shares a subject with it.
+		return n.below-self > 0, true
+	}
+	// A '>' here shares a subject with any non-empty rest.
+	if k := n.kids[">"]; k != nil && k.count > 0 {
+		return true, true
+	}
+	if tok == "*" {
+		// Any token can share a subject with '*'.
+		for key, k := range n.kids {
+			if o, ok := k.overlaps(toks[1:], exact && key == "*", budget); o || !ok {
+				return o, ok
+			}
+		}
+		return false, true
+	}
+	if k := n.kids[tok]; k != nil {
+		if o, ok := k.overlaps(toks[1:], exact, budget); o || !ok {
+			return o, ok
+		}
+	}
+	if k := n.kids["*"]; k != nil {
+		return k.overlaps(toks[1:], false, budget)
 	}
 	return false, true
 }

@@ -74,3 +74,46 @@ func BenchmarkSetMatch20000(b *testing.B) {
 		set.Match("a.x")
 	}
 }
+
+// TestSetOverlapsAgreesWithOverlaps: OverlapsOther answers what comparing
+// f with every other filter answers.
+func TestSetOverlapsAgreesWithOverlaps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	toks := []string{"a", "b", "*", ">"}
+	word := func() string {
+		n := 1 + rng.IntN(3)
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = toks[rng.IntN(len(toks))]
+			if parts[i] == ">" && i < n-1 {
+				parts[i] = "*"
+			}
+		}
+		return strings.Join(parts, ".")
+	}
+	for range 20000 {
+		filters := make([]string, 1+rng.IntN(5))
+		for i := range filters {
+			filters[i] = word()
+		}
+		set := NewSet(filters)
+		for i, f := range filters {
+			want := false
+			for j, g := range filters {
+				want = want || (i != j && Overlaps(f, g))
+			}
+			budget := 1 << 20
+			if got, ok := set.OverlapsOther(f, &budget); !ok || got != want {
+				t.Fatalf("filters %q, %q: OverlapsOther %v (ok %v), pairwise %v", filters, f, got, ok, want)
+			}
+			budget = 1 << 20
+			want = false
+			for j, g := range filters {
+				want = want || (i != j && SubsetOf(f, g))
+			}
+			if got, ok := set.CoveredByOther(f, &budget); !ok || got != want {
+				t.Fatalf("filters %q, %q: CoveredByOther %v (ok %v), pairwise %v", filters, f, got, ok, want)
+			}
+		}
+	}
+}

@@ -10,7 +10,8 @@ import (
 // outgrow filterCheckBudget is refused.
 var errFiltersTooComplex = errors.New("consumer filter subjects are too complex to check")
 
-// filterCheckBudget bounds the set nodes one overlap check may visit.
+// filterCheckBudget bounds the set nodes one overlap check (of a
+// consumer's filters, or of a stream's subjects) may visit.
 // Typical sets (literal keys, a few wildcards) visit about one node per
 // token; only sets built so that every filter's walk fans out over many
 // wildcard paths (no client makes those) can reach it. It keeps the check

@@ -146,3 +146,34 @@ func TestRequestSizeBound(t *testing.T) {
 		t.Fatal("a body within the bound was refused for its size")
 	}
 }
+
+// TestManyStreamSubjects: 20,000 stream subjects are checked at once
+// (pairwise took 10 s), and an overlap is reported as comparing every
+// pair reports it: the first subject overlapping a later one, with it.
+func TestManyStreamSubjects(t *testing.T) {
+	subjects := make([]string, 20000)
+	for i := range subjects {
+		subjects[i] = fmt.Sprintf("m.%d", i)
+	}
+	start := time.Now()
+	if _, err := (&StreamConfig{Name: "M", Subjects: subjects}).Normalize(StreamEnv{}); err != nil {
+		t.Fatalf("20,000 subjects: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("checking 20,000 subjects took %v", d)
+	}
+	for _, tc := range []struct {
+		subjects []string
+		want     string
+	}{
+		{append(append([]string{}, subjects[:50]...), "q", "m.*", "m.7"), `subject "m.0" overlaps with "m.*"`},
+		{[]string{"a.*", "b", "a.x", "*.x"}, `subject "a.*" overlaps with "a.x"`},
+		{[]string{"b", "a.>", "c", "a.b.c"}, `subject "a.>" overlaps with "a.b.c"`},
+		{[]string{"x", "y", "x"}, `subject "x" overlaps with "x"`},
+	} {
+		_, err := (&StreamConfig{Name: "M", Subjects: tc.subjects}).Normalize(StreamEnv{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %s", tc.subjects, err, tc.want)
+		}
+	}
+}
