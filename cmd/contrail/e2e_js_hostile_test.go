@@ -128,6 +128,14 @@ func hostileCases() []hostileCase {
 				}
 			}
 		}
+		if r.subj == "STREAM.CREATE.H" {
+			ss := make([]string, 20000)
+			for i := range ss {
+				ss[i] = fmt.Sprintf(`"h.%d"`, i)
+			}
+			add("20000-subjects", `{"name":"H","subjects":[`+strings.Join(ss, ",")+`]}`)
+			add("20000-subjects-overlap", `{"name":"H","subjects":[`+strings.Join(ss, ",")+`,"h.*"]}`)
+		}
 		if r.desc != "" {
 			add("1MiB-description", fmt.Sprintf(r.desc, strings.Repeat("d", 1<<20-4096)))
 		}
@@ -178,6 +186,7 @@ var hostileKnownDiffs = map[string]string{
 	"DIRECT.GET.S/time0=year-9999":         "as STREAM.MSG.GET.S/time0=year-2263",
 	"DIRECT.GET.S/time0=year-1600":         "as STREAM.MSG.GET.S/time0=year-1600",
 	"CONSUMER.CREATE.S/20000-filters*":     "nats-server does not answer in time: it compares every pair of filters, ~20 s for 20,000; contrail answers at once",
+	"STREAM.CREATE.H/20000-subjects*":      "nats-server does not answer in time: it compares every pair of subjects, ~14 s for 20,000; contrail answers at once",
 	"name/missing":                         "nats-server does not answer a route without its name (no handler subscribes there); contrail answers 10059",
 	"name/unknown-route":                   "nats-server does not answer an unknown API subject; contrail answers 10003",
 	"name/durable-missing":                 "nats-server does not answer a durable create without the durable's name; contrail answers 10016",
