@@ -384,7 +384,8 @@ func compareStreamFeatures(t *testing.T, storage string) {
 		{name: "purge keep", subj: "$JS.API.STREAM.PURGE.FIRST", body: `{"keep":5}`},
 		{name: "purge filter seq", subj: "$JS.API.STREAM.PURGE.FIRST", body: `{"filter":"fi","seq":100}`},
 		info("FIRST"),
-		{name: "purge bad filter", subj: "$JS.API.STREAM.PURGE.FIRST", body: `{"filter":"a..b"}`},
+		// A purge with an invalid filter is refused here, where nats-server
+		// answers success: e2e_js_hostile_test.go lists that difference.
 		// Updates, field by field.
 		create("UPD", `{"name":"UPD","subjects":["up.*"],"storage":"memory","max_msgs":10,"max_age":3600000000000,"duplicate_window":60000000000}`),
 		pub("up 1", "up.a", "1"), pub("up 2", "up.b", "2"), pub("up 3", "up.a", "3"),
@@ -424,7 +425,9 @@ func compareStreamFeatures(t *testing.T, storage string) {
 		get("msg get no_hdr", "DIRECT", `{"seq":1,"no_hdr":true}`),
 		get("msg get batch", "DIRECT", `{"seq":1,"batch":2}`),
 		get("msg get start_time", "DIRECT", `{"start_time":"2000-01-01T00:00:00Z"}`),
-		get("msg get start_time future", "DIRECT", `{"start_time":"2999-01-01T00:00:00Z"}`),
+		// Within 2262: past it nats-server's nanoseconds wrap (a difference
+		// e2e_js_hostile_test.go lists).
+		get("msg get start_time future", "DIRECT", `{"start_time":"2200-01-01T00:00:00Z"}`),
 		get("msg get start_time next", "DIRECT", `{"start_time":"2000-01-01T00:00:00Z","next_by_subj":"di.b.c"}`),
 		get("msg get start_time and seq", "DIRECT", `{"start_time":"2000-01-01T00:00:00Z","seq":1}`),
 		create("NODIRECT", `{"name":"NODIRECT","subjects":["nd"],"storage":"memory"}`),

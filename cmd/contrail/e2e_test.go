@@ -32,6 +32,8 @@ package main
 //                            kill -9 with thousands of async publishes in
 //                            flight
 //   e2e_js_legacy_test.go    the legacy nc.JetStream() context
+//   e2e_js_hostile_test.go   hostile input on every $JS.API route, side by
+//                            side with nats-server, and the differences
 //   e2e_js_cli_test.go       nats stream/pub/account commands, output
 //                            compared with nats-server's
 //   e2e_flood_test.go        one raw connection floods a capped stream:

@@ -153,6 +153,7 @@ var apiRoutes = map[string]apiRoute{
 // JetStream gets 10039 from every route, before its body is read, as
 // nats-server checks the account first.
 func (a *jsAccount) serve(req apiRequest) {
+	defer a.guard(req)
 	op := strings.TrimPrefix(req.subject, "$JS.API.")
 	if d := a.e.opts.Domain; d != "" {
 		op = strings.TrimPrefix(op, "$JS."+d+".API.")

@@ -162,7 +162,12 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 		}
 		existing.update(norm)
 		if norm.IsDurable() {
-			s.ap.apply(&proposal{s: s, acct: a, kind: propConsumerCreate, cons: existing})
+			// A change the store did not take is not made: the consumer
+			// goes back to the config it has on disk.
+			if r := s.ap.apply(&proposal{s: s, acct: a, kind: propConsumerCreate, cons: existing}); r.err != nil {
+				existing.update(existingCfg)
+				return consumerErr(typ, api.Prefer(r.err, api.NewConsumerCreateError(r.err)))
+			}
 		}
 		return &api.ConsumerInfoResponse{Response: api.Response{Type: typ}, ConsumerInfo: existing.info()}
 	}
@@ -182,7 +187,7 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 	c := newConsumer(s, a, cname, norm, a.e.opts.Now().UTC())
 	var startSeq uint64
 	if norm.DeliverPolicy == api.DeliverByStartTime && norm.OptStartTime != nil {
-		seq, err := s.firstAtOrAfter(norm.OptStartTime.UnixNano())
+		seq, err := s.firstAtOrAfter(unixNanos(*norm.OptStartTime))
 		if err != nil {
 			return consumerErr(typ, api.NewConsumerCreateError(err))
 		}
@@ -223,9 +228,7 @@ func (c *consumer) update(cfg *api.ConsumerConfig) {
 	if moved {
 		c.watchLocked()
 	}
-	c.mu.filters = cfg.Filters()
-	f := c.mu.filters
-	c.filt.Store(&f)
+	c.setFiltersLocked(cfg)
 	c.mu.ahead, c.mu.aheadTo = nil, 0
 	c.mu.dirty = true
 	c.mu.Unlock()
@@ -350,8 +353,11 @@ func (a *jsAccount) consumerFor(rest string) (*consumer, *api.Error) {
 	return c, nil
 }
 
-func (a *jsAccount) consumerInfo(_ apiRequest, rest string) any {
+func (a *jsAccount) consumerInfo(req apiRequest, rest string) any {
 	const typ = api.TypeConsumerInfoResponse
+	if !api.IsEmptyRequest(req.body) {
+		return consumerErr(typ, api.NewNotEmptyRequestError())
+	}
 	c, err := a.consumerFor(rest)
 	if err != nil {
 		return consumerErr(typ, err)
@@ -359,8 +365,11 @@ func (a *jsAccount) consumerInfo(_ apiRequest, rest string) any {
 	return &api.ConsumerInfoResponse{Response: api.Response{Type: typ}, ConsumerInfo: c.info()}
 }
 
-func (a *jsAccount) consumerDelete(_ apiRequest, rest string) any {
+func (a *jsAccount) consumerDelete(req apiRequest, rest string) any {
 	const typ = api.TypeConsumerDeleteResponse
+	if !api.IsEmptyRequest(req.body) {
+		return &api.SuccessResponse{Response: api.Response{Type: typ, Error: api.NewNotEmptyRequestError()}}
+	}
 	c, err := a.consumerFor(rest)
 	if err != nil {
 		return &api.SuccessResponse{Response: api.Response{Type: typ, Error: err}}
@@ -389,12 +398,13 @@ func (a *jsAccount) consumerNames(req apiRequest, streamName string) any {
 		return &api.ConsumerNamesResponse{Response: api.Response{Type: typ, Error: api.NewStreamNotFoundError()}, Consumers: []string{}}
 	}
 	all := s.sortedConsumers()
+	list, offset := page(all, preq.Offset, namesPage)
 	names := []string{}
-	for _, c := range page(all, preq.Offset, namesPage) {
+	for _, c := range list {
 		names = append(names, c.name)
 	}
 	return &api.ConsumerNamesResponse{Response: api.Response{Type: typ},
-		Paged: api.Paged{Total: len(all), Offset: preq.Offset, Limit: namesPage}, Consumers: names}
+		Paged: api.Paged{Total: len(all), Offset: offset, Limit: namesPage}, Consumers: names}
 }
 
 func (a *jsAccount) consumerList(req apiRequest, streamName string) any {
@@ -408,16 +418,18 @@ func (a *jsAccount) consumerList(req apiRequest, streamName string) any {
 		return &api.ConsumerListResponse{Response: api.Response{Type: typ, Error: api.NewStreamNotFoundError()}, Consumers: []*api.ConsumerInfo{}}
 	}
 	all := s.sortedConsumers()
+	list, offset := page(all, preq.Offset, listPage)
 	infos := []*api.ConsumerInfo{}
-	for _, c := range page(all, preq.Offset, listPage) {
+	for _, c := range list {
 		infos = append(infos, c.info())
 	}
 	return &api.ConsumerListResponse{Response: api.Response{Type: typ},
-		Paged: api.Paged{Total: len(all), Offset: preq.Offset, Limit: listPage}, Consumers: infos}
+		Paged: api.Paged{Total: len(all), Offset: offset, Limit: listPage}, Consumers: infos}
 }
 
 // consumerNext queues a pull request; replies come from the delivery loop.
 func (a *jsAccount) consumerNext(req apiRequest, rest string) any {
+	defer a.guard(req)
 	if req.reply == "" {
 		return nil
 	}
@@ -451,17 +463,23 @@ func (a *jsAccount) consumerPause(req apiRequest, rest string) any {
 		cfg.PauseUntil = nil
 	}
 	cfg.StampRequiredLevel()
-	old := c.config().PauseUntil
+	prev := c.config()
+	old := prev.PauseUntil
 	c.update(cfg)
+	if cfg.IsDurable() {
+		// A pause the store did not take is not made (nor announced).
+		if r := c.s.ap.apply(&proposal{s: c.s, acct: a, kind: propConsumerCreate, cons: c}); r.err != nil {
+			c.update(prev)
+			return &api.ConsumerPauseResponse{Response: api.Response{Type: typ,
+				Error: api.Prefer(r.err, api.NewStreamGeneralError(r.err))}}
+		}
+	}
 	if (old == nil) != (cfg.PauseUntil == nil) || (old != nil && !old.Equal(*cfg.PauseUntil)) {
 		adv := map[string]any{"type": "io.nats.jetstream.advisory.v1.consumer_pause", "paused": cfg.PauseUntil != nil}
 		if cfg.PauseUntil != nil {
 			adv["pause_until"] = *cfg.PauseUntil
 		}
 		a.consumerAdvisory("PAUSE", c, adv)
-	}
-	if cfg.IsDurable() {
-		c.s.ap.apply(&proposal{s: c.s, acct: a, kind: propConsumerCreate, cons: c})
 	}
 	resp := &api.ConsumerPauseResponse{Response: api.Response{Type: typ}}
 	if cfg.PauseUntil != nil {

@@ -23,6 +23,7 @@ var (
 // $JS.API.DIRECT.GET.<stream>.<subject> (last message on subject) with the
 // message itself, its stream coordinates in headers (ADR-31).
 func (a *jsAccount) directGet(req apiRequest, rest string) {
+	defer a.guard(req)
 	if req.reply == "" {
 		return
 	}
@@ -72,6 +73,10 @@ func (a *jsAccount) directGet(req apiRequest, rest string) {
 // Batched and multi-subject gets are not served yet.
 func directRequest(body []byte, subj string, bySubject bool) (api.MsgGetRequest, []byte) {
 	var req api.MsgGetRequest
+	if len(body) > api.MaxRequestSize {
+		// Refused unread, as every API request over the bound is.
+		return req, directBadRequest
+	}
 	if bySubject {
 		if len(body) > 0 && json.Unmarshal(body, &req) != nil {
 			return req, directMalformed

@@ -229,7 +229,7 @@ func pageSubjects(subs map[string]uint64, offset, size int) map[string]uint64 {
 		names = append(names, subj)
 	}
 	sort.Strings(names)
-	names = page(names, offset, size)
+	names, _ = page(names, offset, size)
 	if len(names) == 0 {
 		return nil
 	}
@@ -242,6 +242,9 @@ func pageSubjects(subs map[string]uint64, offset, size int) map[string]uint64 {
 
 func (a *jsAccount) streamDelete(req apiRequest, name string) any {
 	const typ = api.TypeStreamDeleteResponse
+	if !api.IsEmptyRequest(req.body) {
+		return streamErr(typ, api.NewNotEmptyRequestError())
+	}
 	a.create.Lock()
 	defer a.create.Unlock()
 	if !a.enabled.Load() {
@@ -271,6 +274,17 @@ func (a *jsAccount) streamPurge(req apiRequest, name string) any {
 	if err := decode(req.body, &preq); err != nil {
 		return &api.StreamPurgeResponse{Response: *streamErr(typ, err)}
 	}
+	// The request's own checks come before the stream's, as on
+	// nats-server. An invalid filter would match nothing there and
+	// everything here (the store reads it as a prefix); a sequence past
+	// MaxRequestSeq would leave the stream's next sequences to wrap to 0.
+	// Both are refused, and nothing is purged.
+	switch {
+	case preq.Sequence > 0 && preq.Keep > 0,
+		preq.Subject != "" && !subject.ValidFilterString(preq.Subject),
+		preq.Sequence > api.MaxRequestSeq:
+		return &api.StreamPurgeResponse{Response: *streamErr(typ, api.NewBadRequestError())}
+	}
 	s := a.lookup(name)
 	if s == nil {
 		return &api.StreamPurgeResponse{Response: *streamErr(typ, api.NewStreamNotFoundError())}
@@ -281,8 +295,6 @@ func (a *jsAccount) streamPurge(req apiRequest, name string) any {
 		return &api.StreamPurgeResponse{Response: *streamErr(typ, api.NewStreamSealedError())}
 	case cfg.DenyPurge:
 		return &api.StreamPurgeResponse{Response: *streamErr(typ, api.NewStreamPurgeFailedError(api.ErrCausePurgeNotPermitted))}
-	case preq.Sequence > 0 && preq.Keep > 0:
-		return &api.StreamPurgeResponse{Response: *streamErr(typ, api.NewBadRequestError())}
 	}
 	r := s.ap.apply(&proposal{s: s, acct: a, kind: propPurge, purge: preq})
 	if r.err != nil {
@@ -310,12 +322,14 @@ func (a *jsAccount) streamsMatching(filter string) []*stream {
 	return out
 }
 
-func page[T any](items []T, offset, size int) []T {
-	if offset >= len(items) {
-		return nil
-	}
+// page returns the page of at most size items starting at offset, and
+// the offset it used: the request's, held to [0, len(items)] as
+// nats-server holds it, so any offset a client sends is answered (an
+// empty page past the end).
+func page[T any](items []T, offset, size int) ([]T, int) {
+	offset = min(max(offset, 0), len(items))
 	items = items[offset:]
-	return items[:min(size, len(items))]
+	return items[:min(max(size, 0), len(items))], offset
 }
 
 func (a *jsAccount) streamNames(req apiRequest, _ string) any {
@@ -325,10 +339,10 @@ func (a *jsAccount) streamNames(req apiRequest, _ string) any {
 		return &api.StreamNamesResponse{Response: *streamErr(typ, err)}
 	}
 	all := a.streamsMatching(nreq.Subject)
-	offset := min(max(nreq.Offset, 0), len(all))
+	list, offset := page(all, nreq.Offset, namesPage)
 	// No names is null on the wire, not [], as nats-server sends it.
 	var names []string
-	for _, s := range page(all, offset, namesPage) {
+	for _, s := range list {
 		names = append(names, s.name())
 	}
 	return &api.StreamNamesResponse{Response: api.Response{Type: typ},
@@ -342,9 +356,9 @@ func (a *jsAccount) streamList(req apiRequest, _ string) any {
 		return &api.StreamListResponse{Response: *streamErr(typ, err)}
 	}
 	all := a.streamsMatching(lreq.Subject)
-	offset := min(max(lreq.Offset, 0), len(all))
+	list, offset := page(all, lreq.Offset, listPage)
 	infos := []*api.StreamInfo{}
-	for _, s := range page(all, offset, listPage) {
+	for _, s := range list {
 		if info, err := s.info(nil); err == nil {
 			// nats-server lists configs as stored, without the server's
 			// version and level that its other replies add.
@@ -435,9 +449,16 @@ func validGet(req *api.MsgGetRequest) bool {
 func (s *stream) get(req *api.MsgGetRequest) (store.Message, *api.Error) {
 	var m store.Message
 	var err error
+	for _, f := range []string{req.LastFor, req.NextFor} {
+		if f != "" && !subject.ValidFilterString(f) {
+			// No subject is on an invalid filter: nats-server finds
+			// nothing, where the store would read it as a prefix.
+			return m, api.NewNoMessageFoundError()
+		}
+	}
 	seq := req.Seq
 	if req.StartTime != nil {
-		seq, err = s.firstAtOrAfter(req.StartTime.UnixNano())
+		seq, err = s.firstAtOrAfter(unixNanos(*req.StartTime))
 	}
 	switch {
 	case err != nil:

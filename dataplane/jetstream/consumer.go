@@ -36,7 +36,11 @@ type consumer struct {
 	// Read by the stream's apply path without c.mu (lock order is s.mu
 	// then c.mu, never the reverse): the filters, the next stream
 	// sequence to deliver, and num_pending.
-	filt  atomic.Pointer[[]string]
+	filt atomic.Pointer[[]string]
+	// fset holds filt as a subject.Set once there are more than
+	// fsetMin filters, so a match costs per token, not per filter; nil
+	// below that.
+	fset  atomic.Pointer[subject.Set]
 	sseqA atomic.Uint64
 	npend atomic.Int64
 
@@ -141,9 +145,7 @@ func newConsumer(s *stream, a *jsAccount, name string, cfg *api.ConsumerConfig, 
 		stopped:   make(chan struct{}),
 	}
 	c.mu.cfg = cfg
-	c.mu.filters = cfg.Filters()
-	f := c.mu.filters
-	c.filt.Store(&f)
+	c.setFiltersLocked(cfg)
 	c.mu.pending = map[uint64]*pendingMsg{}
 	c.mu.active = time.Now()
 	return c
@@ -157,9 +159,30 @@ func (c *consumer) wake() {
 	}
 }
 
+// fsetMin is the filter count above which matching goes through a
+// subject.Set: below it, comparing each filter is as quick.
+const fsetMin = 8
+
+// setFiltersLocked takes cfg's filters for delivery and for the stream's
+// apply path (filt, fset).
+func (c *consumer) setFiltersLocked(cfg *api.ConsumerConfig) {
+	c.mu.filters = cfg.Filters()
+	f := c.mu.filters
+	var set *subject.Set
+	if len(f) > fsetMin {
+		set = subject.NewSet(f)
+	}
+	c.fset.Store(set)
+	c.filt.Store(&f)
+}
+
 // matches reports whether subj passes the consumer's filters; safe
-// without c.mu.
+// without c.mu. It runs on the apply path every stream shares, once per
+// consumer and message, so its cost must not grow with the filters.
 func (c *consumer) matches(subj string) bool {
+	if set := c.fset.Load(); set != nil {
+		return set.Match(subj)
+	}
 	filters := *c.filt.Load()
 	if len(filters) == 0 {
 		return true

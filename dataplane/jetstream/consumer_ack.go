@@ -165,7 +165,7 @@ func (c *consumer) nak(sseq uint64, arg []byte) {
 	if p == nil {
 		return
 	}
-	p.due = time.Now().Add(delay).UnixNano()
+	p.due = unixNanos(time.Now().Add(delay))
 	c.noteDueLocked(p.due)
 	c.mu.active = time.Now()
 }
@@ -175,7 +175,7 @@ func (c *consumer) progress(sseq uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p := c.mu.pending[sseq]; p != nil {
-		p.due = time.Now().Add(c.ackWaitLocked(p.dc)).UnixNano()
+		p.due = unixNanos(time.Now().Add(c.ackWaitLocked(p.dc)))
 		c.mu.active = time.Now()
 	}
 }

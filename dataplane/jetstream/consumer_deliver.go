@@ -267,7 +267,7 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) (at time.Time, mo
 			c.mu.ackC, c.mu.ackS = c.mu.dseq, max(c.mu.ackS, m.Seq)
 		} else {
 			c.addPendingLocked(m.Seq, &pendingMsg{cseq: c.mu.dseq, ts: now.UnixNano(), dc: dc,
-				due: now.Add(c.ackWaitLocked(dc)).UnixNano()})
+				due: unixNanos(now.Add(c.ackWaitLocked(dc)))})
 		}
 		c.mu.delivered = max(c.mu.delivered, m.Seq)
 		c.mu.lastDel = now

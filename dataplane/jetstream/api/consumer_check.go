@@ -153,6 +153,16 @@ func (c *ConsumerConfig) fill(env ConsumerEnv) *Error {
 			c.MaxAckPending = l.MaxAckPending
 		}
 	}
+	if l := env.Limits; l != nil && l.MaxAckPending > 0 && c.MaxAckPending < 0 && c.AckPolicy != AckNone {
+		// Unlimited (-1) under the account's ceiling would be a way past
+		// it: it gets the ceiling. nats-server keeps -1 here, and so lets
+		// one consumer hold more than its account allows. The stream's own
+		// consumer_limits are the tenant's to lift, so -1 stays under them.
+		if p {
+			return NewConsumerMaxAckPendingExcessError(l.MaxAckPending)
+		}
+		c.MaxAckPending = l.MaxAckPending
+	}
 	if c.PriorityPolicy == PriorityPinnedClient && c.PinnedTTL == 0 {
 		c.PinnedTTL = DefaultPinnedTTL
 	}
@@ -346,17 +356,10 @@ func (c *ConsumerConfig) checkFilters(_ *StreamConfig) *Error {
 		}
 	}
 	filters := c.Filters()
-	for i, f := range filters {
-		if !validSubject(f) {
-			return NewStreamInvalidConfigError(errBadSubject)
-		}
-		for j, g := range filters {
-			if i != j && subject.SubsetOf(f, g) {
-				return NewConsumerOverlappingSubjectFiltersError()
-			}
-		}
+	if len(filters) > MaxConsumerFilters {
+		return NewStreamInvalidConfigError(errTooManyFilters)
 	}
-	return nil
+	return firstBadFilter(filters)
 }
 
 // checkStart refuses start options that contradict the deliver policy.

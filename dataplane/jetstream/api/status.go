@@ -117,9 +117,12 @@ var errHeartbeatTooLarge = errors.New("heartbeat value too large")
 // ParsePullRequest reads a pull request body the way nats-server does: an
 // empty body is a pull of one, a bare integer is a pull of that many, and
 // JSON is a PullRequest. Any other body is also a pull of one. An error
-// (bad JSON, or a heartbeat longer than half the expiry) is answered with
-// StatusBadPullRequest.
+// (bad JSON, a heartbeat longer than half the expiry, or a body over
+// MaxRequestSize) is answered with StatusBadPullRequest.
 func ParsePullRequest(body []byte) (PullRequest, error) {
+	if len(body) > MaxRequestSize {
+		return PullRequest{}, ErrRequestTooLarge
+	}
 	body = bytes.TrimSpace(body)
 	switch {
 	case len(body) == 0:

@@ -68,7 +68,7 @@ func (c *StreamConfig) Normalize(env StreamEnv) (*StreamConfig, *Error) {
 	cfg := c.Clone()
 	steps := []func(*StreamConfig, StreamEnv) *Error{
 		checkPolicies, checkLimits, checkDuplicates, checkFlags,
-		checkMirror, checkSources, checkCycles, checkSubjects,
+		checkMirror, checkFirstSeq, checkSources, checkCycles, checkSubjects,
 		checkMaxBytes, checkTransform, checkRepublish, checkPlacement,
 	}
 	for _, step := range steps {
@@ -112,6 +112,15 @@ func checkPolicies(c *StreamConfig, _ StreamEnv) *Error {
 	}
 	if _, err := c.Storage.MarshalJSON(); err != nil {
 		return invalid("invalid storage type")
+	}
+	return nil
+}
+
+// checkFirstSeq keeps a stream's sequence space from starting so near
+// its end that the next publishes wrap to 0.
+func checkFirstSeq(c *StreamConfig, _ StreamEnv) *Error {
+	if c.FirstSeq > MaxRequestSeq {
+		return NewStreamInvalidConfigError(errFirstSeqTooLarge)
 	}
 	return nil
 }
