@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,7 +38,7 @@ type jsAccount struct {
 	enabled atomic.Bool
 	mu      struct {
 		sync.Mutex
-		streams map[string]*stream // by name; guarded by mu
+		streams *streamIndex // the attached streams; guarded by mu
 	}
 	apiTotal, apiErrors atomic.Uint64
 	unsubs              []func() // the API subscriptions; set once at registration
@@ -63,7 +62,7 @@ func (e *Engine) RegisterAccount(acc Account, lim *AccountLimits) error {
 		return fmt.Errorf("jetstream: account %q: %w", name, err)
 	}
 	a := &jsAccount{e: e, acc: acc}
-	a.mu.streams = map[string]*stream{}
+	a.mu.streams = newStreamIndex()
 	a.limits.Store(lim.clone())
 	e.mu.Lock()
 	if e.mu.closed {
@@ -201,11 +200,8 @@ func (a *jsAccount) enableLocked() error {
 func (a *jsAccount) disableLocked() {
 	a.enabled.Store(false)
 	a.mu.Lock()
-	streams := make([]*stream, 0, len(a.mu.streams))
-	for _, s := range a.mu.streams {
-		streams = append(streams, s)
-	}
-	clear(a.mu.streams)
+	streams := a.mu.streams.sorted()
+	a.mu.streams = newStreamIndex()
 	a.mu.Unlock()
 	for _, s := range streams {
 		s.hold()
@@ -228,7 +224,7 @@ func (a *jsAccount) attach(s *stream) error {
 		s.unsubs = append(s.unsubs, unsub)
 	}
 	a.mu.Lock()
-	a.mu.streams[cfg.Name] = s
+	a.mu.streams.put(s, cfg)
 	a.mu.Unlock()
 	s.mu.Lock()
 	s.mu.detached = false
@@ -355,30 +351,40 @@ func (a *jsAccount) shutdown() {
 func (a *jsAccount) lookup(name string) *stream {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.mu.streams[name]
+	return a.mu.streams.byName[name]
 }
 
 // sortedStreams lists the account's attached streams by name.
 func (a *jsAccount) sortedStreams() []*stream {
 	a.mu.Lock()
-	list := make([]*stream, 0, len(a.mu.streams))
-	for _, s := range a.mu.streams {
-		list = append(list, s)
-	}
-	a.mu.Unlock()
-	sort.Slice(list, func(i, j int) bool { return list[i].name() < list[j].name() })
-	return list
+	defer a.mu.Unlock()
+	return a.mu.streams.sorted()
 }
 
-// configsExcept returns every other stream's config, for overlap checks.
-func (a *jsAccount) configsExcept(name string) [][]string {
-	var out [][]string
-	for _, s := range a.sortedStreams() {
-		if cfg := s.config(); cfg.Name != name {
-			out = append(out, cfg.Subjects)
-		}
+// forget takes a deleted stream out of the account.
+func (a *jsAccount) forget(s *stream) {
+	a.mu.Lock()
+	a.mu.streams.remove(s)
+	a.mu.Unlock()
+}
+
+// checkSubjectOverlap refuses subjects that overlap another attached
+// stream's (10065, as nats-server); name is the stream being created or
+// updated, which may keep its own subjects.
+func (a *jsAccount) checkSubjectOverlap(subjects []string, name string) *api.Error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mu.streams.overlaps(subjects, a.mu.streams.byName[name]) {
+		return api.NewStreamSubjectOverlapError()
 	}
-	return out
+	return nil
+}
+
+// countStreams counts the account's streams in tier.
+func (a *jsAccount) countStreams(tier string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mu.streams.count(tier)
 }
 
 // streamUsage is one stream's share of its account's usage.

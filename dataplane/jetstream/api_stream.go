@@ -114,7 +114,7 @@ func (a *jsAccount) streamCreate(req apiRequest, name string) any {
 		info, _ := s.info(nil)
 		return &api.StreamCreateResponse{Response: api.Response{Type: typ}, StreamInfo: info, DidCreate: true}
 	}
-	if err := api.CheckSubjectOverlap(cfg.Subjects, a.configsExcept(name)); err != nil {
+	if err := a.checkSubjectOverlap(cfg.Subjects, name); err != nil {
 		return streamErr(typ, err)
 	}
 	if err := a.checkStreamLimits(cfg, nil); err != nil {
@@ -132,9 +132,7 @@ func (a *jsAccount) streamCreate(req apiRequest, name string) any {
 	if r := ap.apply(&proposal{s: s, acct: a, kind: propCreate}); r.err != nil {
 		return streamErr(typ, api.Prefer(r.err, api.NewStreamCreateError(r.err)))
 	}
-	a.e.mu.Lock()
-	a.e.mu.byID[s.id] = s
-	a.e.mu.Unlock()
+	a.e.track(s)
 	if err := a.attach(s); err != nil {
 		return streamErr(typ, api.NewStreamCreateError(err))
 	}
@@ -168,7 +166,7 @@ func (a *jsAccount) streamUpdate(req apiRequest, name string) any {
 	if aerr != nil {
 		return streamErr(typ, aerr)
 	}
-	if err := api.CheckSubjectOverlap(next.Subjects, a.configsExcept(name)); err != nil {
+	if err := a.checkSubjectOverlap(next.Subjects, name); err != nil {
 		return streamErr(typ, err)
 	}
 	if err := a.checkStreamLimits(next, s); err != nil {
@@ -180,6 +178,7 @@ func (a *jsAccount) streamUpdate(req apiRequest, name string) any {
 	if r := s.ap.apply(&proposal{s: s, acct: a, kind: propUpdate, cfg: next}); r.err != nil {
 		return streamErr(typ, api.Prefer(r.err, api.NewStreamUpdateError(r.err)))
 	}
+	a.e.track(s)
 	s.detach()
 	if err := a.attach(s); err != nil {
 		return streamErr(typ, api.NewStreamUpdateError(err))
@@ -256,12 +255,8 @@ func (a *jsAccount) streamDelete(req apiRequest, name string) any {
 		a.attach(s)
 		return streamErr(typ, api.Prefer(r.err, api.NewStreamDeleteError(r.err)))
 	}
-	a.mu.Lock()
-	delete(a.mu.streams, name)
-	a.mu.Unlock()
-	a.e.mu.Lock()
-	delete(a.e.mu.byID, s.id)
-	a.e.mu.Unlock()
+	a.forget(s)
+	a.e.untrack(s)
 	return &api.SuccessResponse{Response: api.Response{Type: typ}, Success: true}
 }
 
@@ -291,23 +286,12 @@ func (a *jsAccount) streamPurge(req apiRequest, name string) any {
 	return &api.StreamPurgeResponse{Response: api.Response{Type: typ}, Success: true, Purged: r.purged}
 }
 
-// streamsMatching lists the account's streams, optionally only those whose
-// subjects overlap filter.
+// streamsMatching lists the account's streams in name order, optionally
+// only those whose subjects overlap filter.
 func (a *jsAccount) streamsMatching(filter string) []*stream {
-	all := a.sortedStreams()
-	if filter == "" {
-		return all
-	}
-	out := all[:0]
-	for _, s := range all {
-		for _, subj := range s.config().Subjects {
-			if subject.Overlaps(filter, subj) {
-				out = append(out, s)
-				break
-			}
-		}
-	}
-	return out
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mu.streams.matching(filter)
 }
 
 func page[T any](items []T, offset, size int) []T {

@@ -78,6 +78,14 @@ type Engine struct {
 		accounts map[string]*jsAccount // by account name
 		byID     map[uint64]*stream    // every stream of the node
 		nextID   uint64
+		// reserved is, by store, the max_bytes the node's streams reserve
+		// and claims each stream's share of it, by id: a create checks
+		// the server's limit without visiting every stream.
+		//
+		// Invariant: reserved[ap] is the sum of claims[id] over the
+		// streams of byID stored by ap.
+		reserved map[*applier]int64
+		claims   map[uint64]int64
 		// held holds, by account name, the streams of accounts that are
 		// not enabled: read at start-up before their account registered,
 		// or detached while it is disabled or removed. Their data stays
@@ -112,6 +120,8 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{opts: opts, log: opts.Log, apiQueue: make(chan apiRequest, 4096)}
 	e.mu.accounts = map[string]*jsAccount{}
 	e.mu.byID = map[uint64]*stream{}
+	e.mu.reserved = map[*applier]int64{}
+	e.mu.claims = map[uint64]int64{}
 	e.mu.held = map[string][]*stream{}
 	e.mu.ledgers = map[string]*usageLedger{}
 	e.file = newApplier(e, opts.Store, opts.SyncInterval, opts.MaxFileStore)
@@ -167,7 +177,7 @@ func (e *Engine) recover(ap *applier) error {
 			return err
 		}
 		e.mu.Lock()
-		e.mu.byID[info.ID] = s
+		e.trackLocked(s, rec.Config)
 		e.mu.nextID = max(e.mu.nextID, info.ID)
 		e.mu.held[rec.Account] = append(e.mu.held[rec.Account], s)
 		e.mu.Unlock()
@@ -213,24 +223,37 @@ func (e *Engine) applierFor(cfg *api.StreamConfig) *applier {
 	return e.file
 }
 
-// reserved sums the max_bytes the streams of one store have claimed.
+// track records s among the node's streams with its current config, or
+// records its config again after an update.
+func (e *Engine) track(s *stream) {
+	cfg := s.config()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.trackLocked(s, cfg)
+}
+
+// trackLocked is track with e.mu held and s's config read already.
+func (e *Engine) trackLocked(s *stream, cfg *api.StreamConfig) {
+	e.mu.byID[s.id] = s
+	claim := max(cfg.MaxBytes, 0)
+	e.mu.reserved[s.ap] += claim - e.mu.claims[s.id]
+	e.mu.claims[s.id] = claim
+}
+
+// untrack forgets a deleted stream and releases its reservation.
+func (e *Engine) untrack(s *stream) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.mu.byID, s.id)
+	e.mu.reserved[s.ap] -= e.mu.claims[s.id]
+	delete(e.mu.claims, s.id)
+}
+
+// reserved is the max_bytes the streams of one store have claimed.
 func (e *Engine) reserved(ap *applier) int64 {
 	e.mu.Lock()
-	streams := make([]*stream, 0, len(e.mu.byID))
-	for _, s := range e.mu.byID {
-		streams = append(streams, s)
-	}
-	e.mu.Unlock()
-	var n int64
-	for _, s := range streams {
-		if s.ap != ap {
-			continue
-		}
-		if cfg := s.config(); cfg.MaxBytes > 0 {
-			n += cfg.MaxBytes
-		}
-	}
-	return n
+	defer e.mu.Unlock()
+	return e.mu.reserved[ap]
 }
 
 // checkReservation refuses a stream whose max_bytes the server cannot

@@ -1,0 +1,141 @@
+package jetstream
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/RaduBerinde/btreemap"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/subject"
+)
+
+// streamIndex holds an account's attached streams, indexed so that no
+// stream request costs in proportion to how many streams the account
+// has: by name (lookups), in name order (STREAM.NAMES and STREAM.LIST
+// paging), by subject (overlap checks and subject filters), and counted
+// by replica count (max_streams).
+//
+// Invariant: byName, ordered and filed hold the same streams; subjects
+// holds exactly filed[s].subjects for each stream s, and perReplicas[r]
+// counts the streams filed with replica count r. A stream is filed with
+// the config it was attached with; an update files it again.
+//
+// Not safe for concurrent use: the account's mu guards it. It never
+// locks a stream, so it can be used with the account's mu held.
+type streamIndex struct {
+	byName      map[string]*stream
+	ordered     *btreemap.BTreeMap[string, *stream]
+	subjects    *subject.Index[*stream]
+	filed       map[*stream]filing
+	perReplicas map[int]int
+}
+
+// filing is what a stream was indexed under, so it can be taken out again
+// after its config changed.
+type filing struct {
+	name     string
+	subjects []string
+	replicas int
+}
+
+func newStreamIndex() *streamIndex {
+	return &streamIndex{
+		byName:      map[string]*stream{},
+		ordered:     btreemap.New[string, *stream](32, strings.Compare),
+		subjects:    subject.NewIndex[*stream](),
+		filed:       map[*stream]filing{},
+		perReplicas: map[int]int{},
+	}
+}
+
+// put files s under cfg, replacing what it was filed under before.
+func (x *streamIndex) put(s *stream, cfg *api.StreamConfig) {
+	x.remove(s)
+	f := filing{name: cfg.Name, subjects: slices.Clone(cfg.Subjects), replicas: max(cfg.Replicas, 1)}
+	for _, subj := range f.subjects {
+		// Stream subjects were validated as filters; an invalid one could
+		// capture nothing and so overlaps nothing either.
+		_ = x.subjects.Insert(subj, "", s)
+	}
+	x.byName[cfg.Name] = s
+	x.ordered.ReplaceOrInsert(cfg.Name, s)
+	x.filed[s] = f
+	x.perReplicas[f.replicas]++
+}
+
+// remove takes s out of the index, if it is there.
+func (x *streamIndex) remove(s *stream) {
+	f, ok := x.filed[s]
+	if !ok {
+		return
+	}
+	for _, subj := range f.subjects {
+		x.subjects.Remove(subj, "", s)
+	}
+	delete(x.byName, f.name)
+	x.ordered.Delete(f.name)
+	delete(x.filed, s)
+	if x.perReplicas[f.replicas]--; x.perReplicas[f.replicas] == 0 {
+		delete(x.perReplicas, f.replicas)
+	}
+}
+
+// overlaps reports whether any of subjects overlaps a subject of a stream
+// other than except (nil: any stream).
+func (x *streamIndex) overlaps(subjects []string, except *stream) bool {
+	found := false
+	for _, subj := range subjects {
+		x.subjects.Overlapping(subj, func(o *stream) bool {
+			found = o != except
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+// sorted lists the streams in name order.
+func (x *streamIndex) sorted() []*stream {
+	out := make([]*stream, 0, len(x.byName))
+	for _, s := range x.ordered.Ascend(btreemap.Min[string](), btreemap.Max[string]()) {
+		out = append(out, s)
+	}
+	return out
+}
+
+// matching lists, in name order, the streams with a subject overlapping
+// filter ("" for all of them). Without a filter it reads the name order;
+// with one it sorts only the streams the filter selects.
+func (x *streamIndex) matching(filter string) []*stream {
+	if filter == "" {
+		return x.sorted()
+	}
+	seen := map[*stream]bool{}
+	var out []*stream
+	x.subjects.Overlapping(filter, func(s *stream) bool {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+		return true
+	})
+	slices.SortFunc(out, func(a, b *stream) int { return strings.Compare(x.filed[a].name, x.filed[b].name) })
+	return out
+}
+
+// count is how many streams count against tier ("" counts them all).
+func (x *streamIndex) count(tier string) int {
+	if tier == "" {
+		return len(x.byName)
+	}
+	n := 0
+	for r, c := range x.perReplicas {
+		if inTier(tier, r) {
+			n += c
+		}
+	}
+	return n
+}
