@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -150,39 +151,114 @@ func New(opts Options) (*Engine, error) {
 
 // recover loads the streams of one store: metadata and state summaries
 // only, never the messages, so start-up stays fast however much is stored.
+// The catalog is read in one scan, in stream id order; decoding each
+// stream's record and its few reads (consumers, duplicate window, last
+// message id, next TTL) run on one worker per CPU, since with many
+// streams those dominate start-up. Streams are registered in id order.
 func (e *Engine) recover(ap *applier) error {
 	now := e.opts.Now()
-	return ap.st.Streams(func(info store.StreamInfo) error {
-		var rec storedStream
-		if err := json.Unmarshal(info.Config, &rec); err != nil || rec.Config == nil {
-			return fmt.Errorf("jetstream: stream %q record: %w", info.Name, errors.Join(err, store.ErrCorrupt))
+	type job struct {
+		i    int
+		info store.StreamInfo
+	}
+	type done struct {
+		s       *stream
+		account string
+		err     error
+	}
+	var (
+		jobs    = make(chan job, 256)
+		mu      sync.Mutex
+		results []done // by catalog position; guarded by mu
+		wg      sync.WaitGroup
+	)
+	var openErr error
+	for range runtime.GOMAXPROCS(0) {
+		// Each worker reads through its own Recovery; it is handed
+		// streams in ascending id order, so its iterator only moves
+		// forward.
+		rd, err := ap.st.NewRecovery()
+		if err != nil {
+			openErr = err
+			break
 		}
-		s := newStream(e, ap, info.ID, rec.Config, rec.Created)
-		s.ledger = e.ledgerFor(rec.Account)
-		s.mu.state = info.State
-		s.mu.detached = true
-		s.commitLocked(+1)
-		ap.used.Add(int64(info.State.Bytes))
-		if err := s.loadDedup(now); err != nil {
-			return err
-		}
-		s.durable.Store(info.State.LastSeq)
-		if err := s.loadConsumers(); err != nil {
-			return err
-		}
-		if err := s.loadLastMsgID(); err != nil {
-			return err
-		}
-		if err := s.loadNextTTL(); err != nil {
-			return err
-		}
-		e.mu.Lock()
-		e.trackLocked(s, rec.Config)
-		e.mu.nextID = max(e.mu.nextID, info.ID)
-		e.mu.held[rec.Account] = append(e.mu.held[rec.Account], s)
-		e.mu.Unlock()
+		wg.Go(func() {
+			defer rd.Close()
+			for j := range jobs {
+				s, account, err := e.recoverStream(ap, rd, j.info, now)
+				mu.Lock()
+				if j.i >= len(results) {
+					results = append(results, make([]done, j.i+1-len(results))...)
+				}
+				results[j.i] = done{s, account, err}
+				mu.Unlock()
+			}
+		})
+	}
+	if openErr != nil {
+		close(jobs)
+		wg.Wait()
+		return fmt.Errorf("jetstream: recovery: %w", openErr)
+	}
+	n := 0
+	err := ap.st.Streams(func(info store.StreamInfo) error {
+		jobs <- job{n, info}
+		n++
 		return nil
 	})
+	close(jobs)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range results {
+		if r.err != nil {
+			return r.err
+		}
+	}
+	for _, r := range results {
+		e.trackLocked(r.s, r.s.mu.cfg)
+		e.mu.nextID = max(e.mu.nextID, r.s.id)
+		e.mu.held[r.account] = append(e.mu.held[r.account], r.s)
+	}
+	return nil
+}
+
+// recoverStream rebuilds one stream from its catalog record, detached,
+// and returns it with the name of its account. The stream is not shared
+// yet, so its fields are set without its lock.
+func (e *Engine) recoverStream(ap *applier, rd *store.Recovery, info store.StreamInfo, now time.Time) (*stream, string, error) {
+	var rec storedStream
+	if err := json.Unmarshal(info.Config, &rec); err != nil || rec.Config == nil {
+		return nil, "", fmt.Errorf("jetstream: stream %q record: %w", info.Name, errors.Join(err, store.ErrCorrupt))
+	}
+	s := newStream(e, ap, info.ID, rec.Config, rec.Created)
+	s.ledger = e.ledgerFor(rec.Account)
+	s.mu.state = info.State
+	s.mu.detached = true
+	s.commitLocked(+1)
+	ap.used.Add(int64(info.State.Bytes))
+	s.durable.Store(info.State.LastSeq)
+	// In key order (message, TTL, dedup, consumers), so rd moves forward.
+	if err := s.loadLastMsgID(rd); err != nil {
+		return nil, "", err
+	}
+	// Only a stream that allows message TTLs has TTL entries: the flag
+	// cannot be turned off once on.
+	if rec.Config.AllowMsgTTL {
+		if err := s.loadNextTTL(rd); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := s.loadDedup(rd, now); err != nil {
+		return nil, "", err
+	}
+	if err := s.loadConsumers(rd); err != nil {
+		return nil, "", err
+	}
+	return s, rec.Account, nil
 }
 
 // Close stops accepting work, lets the appliers finish what was

@@ -65,6 +65,14 @@ func (e *memEngine) scan(lower, upper []byte, reverse bool, fn func(k, v []byte)
 	return err
 }
 
+// newCursor reads like the engine itself: the B-tree answers each seek
+// in O(log n) already, so there is no iterator to keep.
+func (e *memEngine) newCursor() (cursor, error) { return memCursor{e}, nil }
+
+type memCursor struct{ *memEngine }
+
+func (memCursor) close() error { return nil }
+
 func (e *memEngine) newBatch() engineBatch { return &memBatch{e: e} }
 
 func (e *memEngine) sync() error  { return nil }

@@ -16,18 +16,18 @@ func (s *Store) LoadMsg(stream, seq uint64) (Message, error) {
 		return Message{}, err
 	}
 	defer s.life.release()
-	m, err := s.loadMsg(stream, seq)
+	m, err := loadMsg(s.eng, stream, seq)
 	if errors.Is(err, errKeyNotFound) {
 		return Message{}, notFound("stream %d message %d", stream, seq)
 	}
 	return m, err
 }
 
-func (s *Store) loadMsg(stream, seq uint64) (Message, error) {
+func loadMsg(r reader, stream, seq uint64) (Message, error) {
 	var kb [18]byte
 	key := msgKey(kb[:0], stream, seq)
 	var m Message
-	err := s.eng.get(key, func(v []byte) error {
+	err := r.get(key, func(v []byte) error {
 		p, err := unseal(key, v)
 		if err != nil {
 			return err
@@ -154,7 +154,7 @@ func (s *Store) nextIndexed(stream uint64, subj string, start uint64, reverse bo
 		if _, err := unseal(k, v); err != nil {
 			return false, err
 		}
-		m, err := s.loadMsg(stream, binary.BigEndian.Uint64(k[len(k)-8:]))
+		m, err := loadMsg(s.eng, stream, binary.BigEndian.Uint64(k[len(k)-8:]))
 		switch {
 		case errors.Is(err, errKeyNotFound):
 			return true, nil
