@@ -201,7 +201,9 @@ func (a *jsAccount) disableLocked() {
 	a.enabled.Store(false)
 	a.mu.Lock()
 	streams := a.mu.streams.sorted()
-	a.mu.streams = newStreamIndex()
+	for _, s := range streams {
+		a.mu.streams.remove(s)
+	}
 	a.mu.Unlock()
 	for _, s := range streams {
 		s.hold()
@@ -366,6 +368,110 @@ func (a *jsAccount) forget(s *stream) {
 	a.mu.Lock()
 	a.mu.streams.remove(s)
 	a.mu.Unlock()
+}
+
+// createStream creates the stream cfg describes, or returns the existing
+// one when a create repeats its config exactly.
+//
+// The checks, and the reservation of the name, subjects and limits they
+// pass, run under a.create; the wait for the create to be durable does
+// not, so concurrent creates share an fsync instead of queueing one
+// behind another's. While it waits the stream is pending in the index
+// (see streamIndex): its subjects and counts hold, a create of the same
+// name waits for the outcome, and nothing else sees it yet.
+func (a *jsAccount) createStream(cfg *api.StreamConfig) (*stream, *api.Error) {
+	for {
+		s, fresh, wait, aerr := a.reserveStream(cfg)
+		switch {
+		case wait != nil:
+			<-wait
+			continue
+		case aerr != nil:
+			return nil, aerr
+		case !fresh:
+			return s, nil
+		}
+		r := s.ap.apply(&proposal{s: s, acct: a, kind: propCreate})
+		return s, a.finishCreate(s, r)
+	}
+}
+
+// reserveStream runs a create's checks under a.create and, when they
+// pass, files a new stream as pending with its commitments counted.
+// It returns the existing stream (fresh false) for a repeated create, or
+// a channel to wait on when a create of the same name is pending.
+func (a *jsAccount) reserveStream(cfg *api.StreamConfig) (s *stream, fresh bool, wait <-chan struct{}, aerr *api.Error) {
+	a.create.Lock()
+	defer a.create.Unlock()
+	if !a.enabled.Load() {
+		// Disabled while this request waited for the lock.
+		return nil, false, nil, api.NewNotEnabledForAccountError()
+	}
+	if s := a.lookup(cfg.Name); s != nil {
+		if !sameConfig(s.config(), cfg) {
+			return nil, false, nil, api.NewStreamNameInUseError()
+		}
+		return s, false, nil, nil
+	}
+	a.mu.Lock()
+	wait = a.mu.streams.pending[cfg.Name]
+	a.mu.Unlock()
+	if wait != nil {
+		return nil, false, wait, nil
+	}
+	if err := a.checkSubjectOverlap(cfg.Subjects, cfg.Name); err != nil {
+		return nil, false, nil, err
+	}
+	if err := a.checkStreamLimits(cfg, nil); err != nil {
+		return nil, false, nil, err
+	}
+	if err := a.e.checkReservation(cfg, 0); err != nil {
+		return nil, false, nil, err
+	}
+	s = newStream(a.e, a.e.applierFor(cfg), a.e.newStreamID(), cfg, a.e.opts.Now().UTC())
+	s.ledger = a.ledger
+	s.mu.Lock()
+	if cfg.FirstSeq > 1 {
+		s.mu.state.FirstSeq, s.mu.state.LastSeq = cfg.FirstSeq, cfg.FirstSeq-1
+	}
+	// Counted now, not when applied: the next create's checks must see it.
+	s.commitLocked(+1)
+	s.mu.Unlock()
+	a.e.track(s)
+	a.mu.Lock()
+	a.mu.streams.reserve(s, cfg)
+	a.mu.Unlock()
+	return s, true, nil, nil
+}
+
+// finishCreate settles a pending create once its record is durable (r
+// without error) or failed: the stream is attached, or, if the account
+// was disabled meanwhile, held with its other streams; a failed create
+// gives its reservations back.
+func (a *jsAccount) finishCreate(s *stream, r result) *api.Error {
+	a.create.Lock()
+	defer a.create.Unlock()
+	a.forget(s)
+	if r.err != nil {
+		a.e.untrack(s)
+		s.mu.Lock()
+		s.commitLocked(-1)
+		s.mu.Unlock()
+		return api.Prefer(r.err, api.NewStreamCreateError(r.err))
+	}
+	if !a.enabled.Load() {
+		s.mu.Lock()
+		s.mu.detached = true
+		s.mu.Unlock()
+		a.e.mu.Lock()
+		a.e.mu.held[a.acc.Name()] = append(a.e.mu.held[a.acc.Name()], s)
+		a.e.mu.Unlock()
+		return api.NewNotEnabledForAccountError()
+	}
+	if err := a.attach(s); err != nil {
+		return api.NewStreamCreateError(err)
+	}
+	return nil
 }
 
 // checkSubjectOverlap refuses subjects that overlap another attached

@@ -99,42 +99,11 @@ func (a *jsAccount) streamCreate(req apiRequest, name string) any {
 	if aerr != nil {
 		return streamErr(typ, aerr)
 	}
-	a.create.Lock()
-	defer a.create.Unlock()
-	if !a.enabled.Load() {
-		// Disabled while this request waited for the lock.
-		return streamErr(typ, api.NewNotEnabledForAccountError())
-	}
-	if s := a.lookup(name); s != nil {
-		if !sameConfig(s.config(), cfg) {
-			return streamErr(typ, api.NewStreamNameInUseError())
-		}
-		// nats-server answers a repeated create exactly like the first
-		// one, did_create included.
-		info, _ := s.info(nil)
-		return &api.StreamCreateResponse{Response: api.Response{Type: typ}, StreamInfo: info, DidCreate: true}
-	}
-	if err := a.checkSubjectOverlap(cfg.Subjects, name); err != nil {
-		return streamErr(typ, err)
-	}
-	if err := a.checkStreamLimits(cfg, nil); err != nil {
-		return streamErr(typ, err)
-	}
-	if err := a.e.checkReservation(cfg, 0); err != nil {
-		return streamErr(typ, err)
-	}
-	ap := a.e.applierFor(cfg)
-	s := newStream(a.e, ap, a.e.newStreamID(), cfg, a.e.opts.Now().UTC())
-	s.ledger = a.ledger
-	if cfg.FirstSeq > 1 {
-		s.mu.state.FirstSeq, s.mu.state.LastSeq = cfg.FirstSeq, cfg.FirstSeq-1
-	}
-	if r := ap.apply(&proposal{s: s, acct: a, kind: propCreate}); r.err != nil {
-		return streamErr(typ, api.Prefer(r.err, api.NewStreamCreateError(r.err)))
-	}
-	a.e.track(s)
-	if err := a.attach(s); err != nil {
-		return streamErr(typ, api.NewStreamCreateError(err))
+	// nats-server answers a repeated create exactly like the first one,
+	// did_create included.
+	s, aerr := a.createStream(cfg)
+	if aerr != nil {
+		return streamErr(typ, aerr)
 	}
 	info, _ := s.info(nil)
 	return &api.StreamCreateResponse{Response: api.Response{Type: typ}, StreamInfo: info, DidCreate: true}

@@ -16,10 +16,16 @@ import (
 // paging), by subject (overlap checks and subject filters), and counted
 // by replica count (max_streams).
 //
-// Invariant: byName, ordered and filed hold the same streams; subjects
-// holds exactly filed[s].subjects for each stream s, and perReplicas[r]
-// counts the streams filed with replica count r. A stream is filed with
-// the config it was attached with; an update files it again.
+// A stream being created is pending until its record is durable: filed
+// with its subjects and counted, so no other create can take them, and
+// its name in pending, so a create of the same name waits; but not in
+// byName or ordered, so nothing else sees it.
+//
+// Invariant: byName and ordered hold the filed streams that are not
+// pending, pending the names of those that are; subjects holds exactly
+// filed[s].subjects for each filed stream s, and perReplicas[r] counts
+// the filed streams with replica count r. A stream is filed with the
+// config it was attached with; an update files it again.
 //
 // Not safe for concurrent use: the account's mu guards it. It never
 // locks a stream, so it can be used with the account's mu held.
@@ -29,6 +35,9 @@ type streamIndex struct {
 	subjects    *subject.Index[*stream]
 	filed       map[*stream]filing
 	perReplicas map[int]int
+	// pending maps the name of each pending stream to a channel closed
+	// when it stops being pending (created or failed).
+	pending map[string]chan struct{}
 }
 
 // filing is what a stream was indexed under, so it can be taken out again
@@ -37,6 +46,7 @@ type filing struct {
 	name     string
 	subjects []string
 	replicas int
+	pending  bool
 }
 
 func newStreamIndex() *streamIndex {
@@ -46,20 +56,32 @@ func newStreamIndex() *streamIndex {
 		subjects:    subject.NewIndex[*stream](),
 		filed:       map[*stream]filing{},
 		perReplicas: map[int]int{},
+		pending:     map[string]chan struct{}{},
 	}
 }
 
-// put files s under cfg, replacing what it was filed under before.
+// put files s under cfg, replacing what it was filed under before (and
+// ending its pending state).
 func (x *streamIndex) put(s *stream, cfg *api.StreamConfig) {
+	x.file(s, cfg, false)
+	x.byName[cfg.Name] = s
+	x.ordered.ReplaceOrInsert(cfg.Name, s)
+}
+
+// reserve files s, being created, as pending under cfg.
+func (x *streamIndex) reserve(s *stream, cfg *api.StreamConfig) {
+	x.file(s, cfg, true)
+	x.pending[cfg.Name] = make(chan struct{})
+}
+
+func (x *streamIndex) file(s *stream, cfg *api.StreamConfig, pending bool) {
 	x.remove(s)
-	f := filing{name: cfg.Name, subjects: slices.Clone(cfg.Subjects), replicas: max(cfg.Replicas, 1)}
+	f := filing{name: cfg.Name, subjects: slices.Clone(cfg.Subjects), replicas: max(cfg.Replicas, 1), pending: pending}
 	for _, subj := range f.subjects {
 		// Stream subjects were validated as filters; an invalid one could
 		// capture nothing and so overlaps nothing either.
 		_ = x.subjects.Insert(subj, "", s)
 	}
-	x.byName[cfg.Name] = s
-	x.ordered.ReplaceOrInsert(cfg.Name, s)
 	x.filed[s] = f
 	x.perReplicas[f.replicas]++
 }
@@ -73,8 +95,13 @@ func (x *streamIndex) remove(s *stream) {
 	for _, subj := range f.subjects {
 		x.subjects.Remove(subj, "", s)
 	}
-	delete(x.byName, f.name)
-	x.ordered.Delete(f.name)
+	if f.pending {
+		close(x.pending[f.name])
+		delete(x.pending, f.name)
+	} else {
+		delete(x.byName, f.name)
+		x.ordered.Delete(f.name)
+	}
 	delete(x.filed, s)
 	if x.perReplicas[f.replicas]--; x.perReplicas[f.replicas] == 0 {
 		delete(x.perReplicas, f.replicas)
@@ -116,7 +143,7 @@ func (x *streamIndex) matching(filter string) []*stream {
 	seen := map[*stream]bool{}
 	var out []*stream
 	x.subjects.Overlapping(filter, func(s *stream) bool {
-		if !seen[s] {
+		if !seen[s] && !x.filed[s].pending {
 			seen[s] = true
 			out = append(out, s)
 		}
@@ -126,10 +153,11 @@ func (x *streamIndex) matching(filter string) []*stream {
 	return out
 }
 
-// count is how many streams count against tier ("" counts them all).
+// count is how many streams, pending ones included, count against tier
+// ("" counts them all).
 func (x *streamIndex) count(tier string) int {
 	if tier == "" {
-		return len(x.byName)
+		return len(x.filed)
 	}
 	n := 0
 	for r, c := range x.perReplicas {

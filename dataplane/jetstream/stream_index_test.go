@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -206,5 +207,69 @@ func BenchmarkStreamCreate(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// TestConcurrentCreatesHoldTheRules: creates no longer hold the account
+// across their fsync, so racing creates must still obey every check that
+// runs before it. 64 creates race in each round: of those taking one
+// subject only one succeeds (10065 for the rest); repeats of one config
+// all succeed with one stream; max_streams and max_storage are never
+// exceeded; and each refused create leaves nothing behind.
+func TestConcurrentCreatesHoldTheRules(t *testing.T) {
+	e, _ := bareEngine(t, vfs.NewMem())
+	register(t, e, "A", untiered(func(l *api.AccountLimits) {
+		l.MaxStreams = 40
+		l.MaxStore = 30 << 10
+	}))
+	a := accountOf(t, e, "A")
+	race := func(n int, cfg func(i int) api.StreamConfig) []*api.Error {
+		errs := make([]*api.Error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { errs[i] = createDirect(a, cfg(i)) })
+		}
+		wg.Wait()
+		return errs
+	}
+	count := func(errs []*api.Error, code api.ErrorCode) (n int) {
+		for _, err := range errs {
+			if (err == nil && code == 0) || (err != nil && err.ErrCode == code) {
+				n++
+			}
+		}
+		return n
+	}
+
+	errs := race(64, func(i int) api.StreamConfig {
+		return api.StreamConfig{Name: fmt.Sprintf("OVER%d", i), Subjects: []string{"shared.>"}, MaxBytes: 1}
+	})
+	if ok, over := count(errs, 0), count(errs, api.CodeStreamSubjectOverlap); ok != 1 || over != 63 {
+		t.Fatalf("64 creates over one subject: %d created, %d refused with 10065 (%v)", ok, over, errs)
+	}
+	errs = race(64, func(int) api.StreamConfig {
+		return api.StreamConfig{Name: "SAME", Subjects: []string{"same"}, MaxBytes: 1}
+	})
+	if ok := count(errs, 0); ok != 64 {
+		t.Fatalf("64 repeats of one create: %d succeeded (%v)", ok, errs)
+	}
+	// 1 KiB each: 30 KiB of storage leaves room for 28 more beside the
+	// two above; max_streams would allow 38.
+	errs = race(64, func(i int) api.StreamConfig {
+		return api.StreamConfig{Name: fmt.Sprintf("K%d", i), Subjects: []string{fmt.Sprintf("k.%d", i)}, MaxBytes: 1 << 10}
+	})
+	if ok, full := count(errs, 0), count(errs, api.CodeStorageResourcesExceeded); ok != 29 || full != 35 {
+		t.Fatalf("64 creates of 1 KiB into 30 KiB: %d created, %d refused with 10047 (%v)", ok, full, errs)
+	}
+	errs = race(64, func(i int) api.StreamConfig {
+		return api.StreamConfig{Name: fmt.Sprintf("M%d", i), Subjects: []string{fmt.Sprintf("m.%d", i)}, MaxBytes: 1}
+	})
+	if ok, max := count(errs, 0), count(errs, api.CodeMaxStreamsReached); ok != 40-31 || max != 64-9 {
+		t.Fatalf("64 creates up to max_streams: %d created, %d refused with 10027 (%v)", ok, max, errs)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n, p := a.mu.streams.count(""), len(a.mu.streams.pending); n != 40 || p != 0 {
+		t.Fatalf("index holds %d streams, %d pending; want 40, 0", n, p)
 	}
 }
