@@ -15,9 +15,11 @@ import (
 // limits, and (while enabled) its streams.
 //
 // Invariant: while enabled, every stream of the account is attached and in
-// mu.streams; while disabled, mu.streams is empty and the account's
-// streams are held by the engine (Engine.mu.held), detached, until the
-// account is enabled again. Transitions happen under create.
+// mu.streams (but for one being created, pending there: see
+// createStream); while disabled, mu.streams holds no attached stream and
+// the account's streams are held by the engine (Engine.mu.held),
+// detached, until the account is enabled again. Transitions happen under
+// create.
 type jsAccount struct {
 	e   *Engine
 	acc Account
@@ -38,7 +40,7 @@ type jsAccount struct {
 	enabled atomic.Bool
 	mu      struct {
 		sync.Mutex
-		streams *streamIndex // the attached streams; guarded by mu
+		streams *streamIndex // the attached streams, and those being created; guarded by mu
 	}
 	apiTotal, apiErrors atomic.Uint64
 	unsubs              []func() // the API subscriptions; set once at registration
@@ -363,7 +365,8 @@ func (a *jsAccount) sortedStreams() []*stream {
 	return a.mu.streams.sorted()
 }
 
-// forget takes a deleted stream out of the account.
+// forget takes a stream out of the account's index: deleted, or no
+// longer pending.
 func (a *jsAccount) forget(s *stream) {
 	a.mu.Lock()
 	a.mu.streams.remove(s)
