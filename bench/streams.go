@@ -65,8 +65,12 @@ func streamsBenchmark(ctx context.Context, cfg config) error {
 			fmt.Fprintf(os.Stderr, "bench: removing %s: %v\n", root, err)
 		}
 	}()
-	// nats-server keeps files open per stream.
-	limit, err := raiseOpenFileLimit(uint64(2*max(cfg.streams, cfg.streamsRef) + 1024))
+	refN := cfg.streamsRef
+	if refN < 0 {
+		refN = cfg.streams
+	}
+	// nats-server keeps files open per stream; Contrail does not.
+	limit, err := raiseOpenFileLimit(uint64(2*refN + 1024))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: warning: open-file limit: %v\n", err)
 	}
@@ -83,10 +87,6 @@ func streamsBenchmark(ctx context.Context, cfg config) error {
 		if contrailBin, err = buildContrail(ctx, filepath.Join(root, "bin")); err != nil {
 			return err
 		}
-	}
-	refN := cfg.streamsRef
-	if refN < 0 {
-		refN = cfg.streams
 	}
 	fmt.Printf("streams: file storage, one subject and one message each, %d concurrent clients; open-file limit %d\n", streamsWorkers, limit)
 
