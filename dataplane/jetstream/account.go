@@ -64,7 +64,6 @@ func (e *Engine) RegisterAccount(acc Account, lim *AccountLimits) error {
 		return fmt.Errorf("jetstream: account %q: %w", name, err)
 	}
 	a := &jsAccount{e: e, acc: acc}
-	a.mu.streams = newStreamIndex()
 	a.limits.Store(lim.clone())
 	e.mu.Lock()
 	if e.mu.closed {
@@ -76,6 +75,9 @@ func (e *Engine) RegisterAccount(acc Account, lim *AccountLimits) error {
 		return fmt.Errorf("jetstream: account %q already registered", name)
 	}
 	a.ledger = e.ledgerLocked(name)
+	// Sized for the streams it will attach: with many, growing the maps
+	// one stream at a time is a good part of start-up.
+	a.mu.streams = newStreamIndex(len(e.mu.held[name]))
 	e.mu.accounts[name] = a
 	e.mu.Unlock()
 

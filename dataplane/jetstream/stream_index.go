@@ -49,12 +49,13 @@ type filing struct {
 	pending  bool
 }
 
-func newStreamIndex() *streamIndex {
+// newStreamIndex returns an empty index with room for n streams.
+func newStreamIndex(n int) *streamIndex {
 	return &streamIndex{
-		byName:      map[string]*stream{},
+		byName:      make(map[string]*stream, n),
 		ordered:     btreemap.New[string, *stream](32, strings.Compare),
 		subjects:    subject.NewIndex[*stream](),
-		filed:       map[*stream]filing{},
+		filed:       make(map[*stream]filing, n),
 		perReplicas: map[int]int{},
 		pending:     map[string]chan struct{}{},
 	}
