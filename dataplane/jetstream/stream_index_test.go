@@ -26,12 +26,12 @@ func accountOf(t testing.TB, e *Engine, name string) *jsAccount {
 
 // errorOf is the error of a handler's reply, nil for a success.
 func errorOf(resp any) *api.Error {
-	b, _ := json.Marshal(resp)
-	var r struct {
-		Error *api.Error `json:"error"`
+	if r, ok := resp.(interface{ ToError() error }); ok {
+		if aerr, ok := r.ToError().(*api.Error); ok {
+			return aerr
+		}
 	}
-	_ = json.Unmarshal(b, &r)
-	return r.Error
+	return nil
 }
 
 // callDirect runs an API handler on the caller's goroutine, without the
