@@ -3,11 +3,14 @@ package jetstream
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
 )
@@ -271,5 +274,60 @@ func TestConcurrentCreatesHoldTheRules(t *testing.T) {
 	defer a.mu.Unlock()
 	if n, p := a.mu.streams.count(""), len(a.mu.streams.pending); n != 40 || p != 0 {
 		t.Fatalf("index holds %d streams, %d pending; want 40, 0", n, p)
+	}
+}
+
+// TestCreateFinishingInDisabledAccount: a create whose record becomes
+// durable after its account was disabled (it no longer holds the
+// account while it waits for its fsync) is answered 10039, and the
+// stream it made is held with the account's other streams: enabled
+// again, the account has it, attached.
+func TestCreateFinishingInDisabledAccount(t *testing.T) {
+	var block atomic.Bool
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch op.Kind {
+		case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
+			if block.Load() {
+				select {
+				case entered <- struct{}{}:
+				default:
+				}
+				<-release
+			}
+		}
+		return nil
+	}))
+	e, _ := bareEngine(t, fs)
+	on := untiered(func(*api.AccountLimits) {})
+	register(t, e, "A", on)
+	a := accountOf(t, e, "A")
+
+	block.Store(true)
+	done := make(chan *api.Error)
+	go func() { done <- createDirect(a, api.StreamConfig{Name: "P", Subjects: []string{"p"}}) }()
+	<-entered
+	// A sync is held; once the create is pending, its commit waits on one.
+	for pending := false; !pending; runtime.Gosched() {
+		a.mu.Lock()
+		pending = a.mu.streams.pending["P"] != nil
+		a.mu.Unlock()
+	}
+	if err := e.UpdateAccount("A", disabledLimits); err != nil {
+		t.Fatal(err)
+	}
+	block.Store(false)
+	close(release)
+	if err := <-done; err == nil || err.ErrCode != api.CodeNotEnabledForAccount {
+		t.Fatalf("create finishing in a disabled account: %v, want 10039", err)
+	}
+	if err := e.UpdateAccount("A", on); err != nil {
+		t.Fatal(err)
+	}
+	if a.lookup("P") == nil {
+		t.Fatal("the stream created while the account was disabled is gone after enabling it")
+	}
+	if err := createDirect(a, api.StreamConfig{Name: "Q", Subjects: []string{"p"}}); err == nil || err.ErrCode != api.CodeStreamSubjectOverlap {
+		t.Fatalf("its subject is free: %v", err)
 	}
 }
