@@ -37,6 +37,8 @@ type config struct {
 	verbose       bool
 	tenants       int
 	noisy         bool
+	streams       int
+	streamsRef    int
 }
 
 func parseFlags() config {
@@ -54,6 +56,8 @@ func parseFlags() config {
 	flag.BoolVar(&c.verbose, "v", false, "print every nats command line")
 	flag.IntVar(&c.tenants, "tenants", 0, "run the tenant-density scenario with this many accounts instead of the workloads (see README)")
 	flag.BoolVar(&c.noisy, "noisy", false, "run the noisy-neighbour scenario instead of the workloads (see README)")
+	flag.IntVar(&c.streams, "streams", 0, "run the stream-count scenario with this many streams instead of the workloads (see README)")
+	flag.IntVar(&c.streamsRef, "streams-ref", -1, "streams for nats-server in the stream-count scenario (-1: as -streams, 0: skip nats-server)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./bench [flags]\n\nworkloads:")
 		for _, w := range workloads {
@@ -76,8 +80,8 @@ func main() {
 
 func run() int {
 	cfg := parseFlags()
-	if cfg.rounds < 1 || cfg.msgs < 1 || cfg.tenants < 0 {
-		fmt.Fprintln(os.Stderr, "bench: -rounds and -msgs must be at least 1, -tenants at least 0")
+	if cfg.rounds < 1 || cfg.msgs < 1 || cfg.tenants < 0 || cfg.streams < 0 || cfg.streamsRef < -1 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds and -msgs must be at least 1, -tenants and -streams at least 0, -streams-ref at least -1")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -92,6 +96,9 @@ func run() int {
 	}
 	if cfg.noisy {
 		bench = noisyBenchmark
+	}
+	if cfg.streams > 0 {
+		bench = streamsBenchmark
 	}
 	if err := bench(ctx, cfg); err != nil {
 		if ctx.Err() != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,9 +15,11 @@ import (
 // limits, and (while enabled) its streams.
 //
 // Invariant: while enabled, every stream of the account is attached and in
-// mu.streams; while disabled, mu.streams is empty and the account's
-// streams are held by the engine (Engine.mu.held), detached, until the
-// account is enabled again. Transitions happen under create.
+// mu.streams (but for one being created, pending there: see
+// createStream); while disabled, mu.streams holds no attached stream and
+// the account's streams are held by the engine (Engine.mu.held),
+// detached, until the account is enabled again. Transitions happen under
+// create.
 type jsAccount struct {
 	e   *Engine
 	acc Account
@@ -39,7 +40,7 @@ type jsAccount struct {
 	enabled atomic.Bool
 	mu      struct {
 		sync.Mutex
-		streams map[string]*stream // by name; guarded by mu
+		streams *streamIndex // the attached streams, and those being created; guarded by mu
 	}
 	apiTotal, apiErrors atomic.Uint64
 	unsubs              []func() // the API subscriptions; set once at registration
@@ -66,7 +67,6 @@ func (e *Engine) RegisterAccount(acc Account, lim *AccountLimits) error {
 		return fmt.Errorf("jetstream: account %q: %w", name, err)
 	}
 	a := &jsAccount{e: e, acc: acc}
-	a.mu.streams = map[string]*stream{}
 	a.limits.Store(lim.clone())
 	e.mu.Lock()
 	if e.mu.closed {
@@ -78,6 +78,9 @@ func (e *Engine) RegisterAccount(acc Account, lim *AccountLimits) error {
 		return fmt.Errorf("jetstream: account %q already registered", name)
 	}
 	a.ledger = e.ledgerLocked(name)
+	// Sized for the streams it will attach: with many, growing the maps
+	// one stream at a time is a good part of start-up.
+	a.mu.streams = newStreamIndex(len(e.mu.held[name]))
 	e.mu.accounts[name] = a
 	e.mu.Unlock()
 
@@ -204,11 +207,10 @@ func (a *jsAccount) enableLocked() error {
 func (a *jsAccount) disableLocked() {
 	a.enabled.Store(false)
 	a.mu.Lock()
-	streams := make([]*stream, 0, len(a.mu.streams))
-	for _, s := range a.mu.streams {
-		streams = append(streams, s)
+	streams := a.mu.streams.sorted()
+	for _, s := range streams {
+		a.mu.streams.remove(s)
 	}
-	clear(a.mu.streams)
 	a.mu.Unlock()
 	for _, s := range streams {
 		s.hold()
@@ -231,7 +233,7 @@ func (a *jsAccount) attach(s *stream) error {
 		s.unsubs = append(s.unsubs, unsub)
 	}
 	a.mu.Lock()
-	a.mu.streams[cfg.Name] = s
+	a.mu.streams.put(s, cfg)
 	a.mu.Unlock()
 	s.mu.Lock()
 	s.mu.detached = false
@@ -358,30 +360,145 @@ func (a *jsAccount) shutdown() {
 func (a *jsAccount) lookup(name string) *stream {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.mu.streams[name]
+	return a.mu.streams.byName[name]
 }
 
 // sortedStreams lists the account's attached streams by name.
 func (a *jsAccount) sortedStreams() []*stream {
 	a.mu.Lock()
-	list := make([]*stream, 0, len(a.mu.streams))
-	for _, s := range a.mu.streams {
-		list = append(list, s)
-	}
-	a.mu.Unlock()
-	sort.Slice(list, func(i, j int) bool { return list[i].name() < list[j].name() })
-	return list
+	defer a.mu.Unlock()
+	return a.mu.streams.sorted()
 }
 
-// configsExcept returns every other stream's config, for overlap checks.
-func (a *jsAccount) configsExcept(name string) [][]string {
-	var out [][]string
-	for _, s := range a.sortedStreams() {
-		if cfg := s.config(); cfg.Name != name {
-			out = append(out, cfg.Subjects)
+// forget takes a stream out of the account's index: deleted, or no
+// longer pending.
+func (a *jsAccount) forget(s *stream) {
+	a.mu.Lock()
+	a.mu.streams.remove(s)
+	a.mu.Unlock()
+}
+
+// createStream creates the stream cfg describes, or returns the existing
+// one when a create repeats its config exactly.
+//
+// The checks, and the reservation of the name, subjects and limits they
+// pass, run under a.create; the wait for the create to be durable does
+// not, so concurrent creates share an fsync instead of queueing one
+// behind another's. While it waits the stream is pending in the index
+// (see streamIndex): its subjects and counts hold, a create of the same
+// name waits for the outcome, and nothing else sees it yet.
+func (a *jsAccount) createStream(cfg *api.StreamConfig) (*stream, *api.Error) {
+	for {
+		s, fresh, wait, aerr := a.reserveStream(cfg)
+		switch {
+		case wait != nil:
+			<-wait
+			continue
+		case aerr != nil:
+			return nil, aerr
+		case !fresh:
+			return s, nil
 		}
+		r := s.ap.apply(&proposal{s: s, acct: a, kind: propCreate})
+		return s, a.finishCreate(s, r)
 	}
-	return out
+}
+
+// reserveStream runs a create's checks under a.create and, when they
+// pass, files a new stream as pending with its commitments counted.
+// It returns the existing stream (fresh false) for a repeated create, or
+// a channel to wait on when a create of the same name is pending.
+func (a *jsAccount) reserveStream(cfg *api.StreamConfig) (s *stream, fresh bool, wait <-chan struct{}, aerr *api.Error) {
+	a.create.Lock()
+	defer a.create.Unlock()
+	if !a.enabled.Load() {
+		// Disabled while this request waited for the lock.
+		return nil, false, nil, api.NewNotEnabledForAccountError()
+	}
+	if s := a.lookup(cfg.Name); s != nil {
+		if !sameConfig(s.config(), cfg) {
+			return nil, false, nil, api.NewStreamNameInUseError()
+		}
+		return s, false, nil, nil
+	}
+	a.mu.Lock()
+	wait = a.mu.streams.pending[cfg.Name]
+	a.mu.Unlock()
+	if wait != nil {
+		return nil, false, wait, nil
+	}
+	if err := a.checkSubjectOverlap(cfg.Subjects, cfg.Name); err != nil {
+		return nil, false, nil, err
+	}
+	if err := a.checkStreamLimits(cfg, nil); err != nil {
+		return nil, false, nil, err
+	}
+	if err := a.e.checkReservation(cfg, 0); err != nil {
+		return nil, false, nil, err
+	}
+	s = newStream(a.e, a.e.applierFor(cfg), a.e.newStreamID(), cfg, a.e.opts.Now().UTC())
+	s.ledger = a.ledger
+	s.mu.Lock()
+	if cfg.FirstSeq > 1 {
+		s.mu.state.FirstSeq, s.mu.state.LastSeq = cfg.FirstSeq, cfg.FirstSeq-1
+	}
+	// Counted now, not when applied: the next create's checks must see it.
+	s.commitLocked(+1)
+	s.mu.Unlock()
+	a.e.track(s)
+	a.mu.Lock()
+	a.mu.streams.reserve(s, cfg)
+	a.mu.Unlock()
+	return s, true, nil, nil
+}
+
+// finishCreate settles a pending create once its record is durable (r
+// without error) or failed: the stream is attached, or, if the account
+// was disabled meanwhile, held with its other streams; a failed create
+// gives its reservations back.
+func (a *jsAccount) finishCreate(s *stream, r result) *api.Error {
+	a.create.Lock()
+	defer a.create.Unlock()
+	a.forget(s)
+	if r.err != nil {
+		a.e.untrack(s)
+		s.mu.Lock()
+		s.commitLocked(-1)
+		s.mu.Unlock()
+		return api.Prefer(r.err, api.NewStreamCreateError(r.err))
+	}
+	if !a.enabled.Load() {
+		s.mu.Lock()
+		s.mu.detached = true
+		s.mu.Unlock()
+		a.e.mu.Lock()
+		a.e.mu.held[a.acc.Name()] = append(a.e.mu.held[a.acc.Name()], s)
+		a.e.mu.Unlock()
+		return api.NewNotEnabledForAccountError()
+	}
+	if err := a.attach(s); err != nil {
+		return api.NewStreamCreateError(err)
+	}
+	return nil
+}
+
+// checkSubjectOverlap refuses subjects that overlap another attached
+// stream's (10065, as nats-server); name is the stream being created or
+// updated, which may keep its own subjects.
+func (a *jsAccount) checkSubjectOverlap(subjects []string, name string) *api.Error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mu.streams.overlaps(subjects, a.mu.streams.byName[name]) {
+		return api.NewStreamSubjectOverlapError()
+	}
+	return nil
+}
+
+// countStreams counts the account's streams in tier.
+func (a *jsAccount) countStreams(tier string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mu.streams.count(tier)
 }
 
 // streamUsage is one stream's share of its account's usage.

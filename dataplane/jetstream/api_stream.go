@@ -99,44 +99,11 @@ func (a *jsAccount) streamCreate(req apiRequest, name string) any {
 	if aerr != nil {
 		return streamErr(typ, aerr)
 	}
-	a.create.Lock()
-	defer a.create.Unlock()
-	if !a.enabled.Load() {
-		// Disabled while this request waited for the lock.
-		return streamErr(typ, api.NewNotEnabledForAccountError())
-	}
-	if s := a.lookup(name); s != nil {
-		if !sameConfig(s.config(), cfg) {
-			return streamErr(typ, api.NewStreamNameInUseError())
-		}
-		// nats-server answers a repeated create exactly like the first
-		// one, did_create included.
-		info, _ := s.info(nil)
-		return &api.StreamCreateResponse{Response: api.Response{Type: typ}, StreamInfo: info, DidCreate: true}
-	}
-	if err := api.CheckSubjectOverlap(cfg.Subjects, a.configsExcept(name)); err != nil {
-		return streamErr(typ, err)
-	}
-	if err := a.checkStreamLimits(cfg, nil); err != nil {
-		return streamErr(typ, err)
-	}
-	if err := a.e.checkReservation(cfg, 0); err != nil {
-		return streamErr(typ, err)
-	}
-	ap := a.e.applierFor(cfg)
-	s := newStream(a.e, ap, a.e.newStreamID(), cfg, a.e.opts.Now().UTC())
-	s.ledger = a.ledger
-	if cfg.FirstSeq > 1 {
-		s.mu.state.FirstSeq, s.mu.state.LastSeq = cfg.FirstSeq, cfg.FirstSeq-1
-	}
-	if r := ap.apply(&proposal{s: s, acct: a, kind: propCreate}); r.err != nil {
-		return streamErr(typ, api.Prefer(r.err, api.NewStreamCreateError(r.err)))
-	}
-	a.e.mu.Lock()
-	a.e.mu.byID[s.id] = s
-	a.e.mu.Unlock()
-	if err := a.attach(s); err != nil {
-		return streamErr(typ, api.NewStreamCreateError(err))
+	// nats-server answers a repeated create exactly like the first one,
+	// did_create included.
+	s, aerr := a.createStream(cfg)
+	if aerr != nil {
+		return streamErr(typ, aerr)
 	}
 	info, _ := s.info(nil)
 	return &api.StreamCreateResponse{Response: api.Response{Type: typ}, StreamInfo: info, DidCreate: true}
@@ -168,7 +135,7 @@ func (a *jsAccount) streamUpdate(req apiRequest, name string) any {
 	if aerr != nil {
 		return streamErr(typ, aerr)
 	}
-	if err := api.CheckSubjectOverlap(next.Subjects, a.configsExcept(name)); err != nil {
+	if err := a.checkSubjectOverlap(next.Subjects, name); err != nil {
 		return streamErr(typ, err)
 	}
 	if err := a.checkStreamLimits(next, s); err != nil {
@@ -180,6 +147,7 @@ func (a *jsAccount) streamUpdate(req apiRequest, name string) any {
 	if r := s.ap.apply(&proposal{s: s, acct: a, kind: propUpdate, cfg: next}); r.err != nil {
 		return streamErr(typ, api.Prefer(r.err, api.NewStreamUpdateError(r.err)))
 	}
+	a.e.track(s)
 	s.detach()
 	if err := a.attach(s); err != nil {
 		return streamErr(typ, api.NewStreamUpdateError(err))
@@ -259,12 +227,8 @@ func (a *jsAccount) streamDelete(req apiRequest, name string) any {
 		a.attach(s)
 		return streamErr(typ, api.Prefer(r.err, api.NewStreamDeleteError(r.err)))
 	}
-	a.mu.Lock()
-	delete(a.mu.streams, name)
-	a.mu.Unlock()
-	a.e.mu.Lock()
-	delete(a.e.mu.byID, s.id)
-	a.e.mu.Unlock()
+	a.forget(s)
+	a.e.untrack(s)
 	return &api.SuccessResponse{Response: api.Response{Type: typ}, Success: true}
 }
 
@@ -303,23 +267,12 @@ func (a *jsAccount) streamPurge(req apiRequest, name string) any {
 	return &api.StreamPurgeResponse{Response: api.Response{Type: typ}, Success: true, Purged: r.purged}
 }
 
-// streamsMatching lists the account's streams, optionally only those whose
-// subjects overlap filter.
+// streamsMatching lists the account's streams in name order, optionally
+// only those whose subjects overlap filter.
 func (a *jsAccount) streamsMatching(filter string) []*stream {
-	all := a.sortedStreams()
-	if filter == "" {
-		return all
-	}
-	out := all[:0]
-	for _, s := range all {
-		for _, subj := range s.config().Subjects {
-			if subject.Overlaps(filter, subj) {
-				out = append(out, s)
-				break
-			}
-		}
-	}
-	return out
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mu.streams.matching(filter)
 }
 
 // page returns the page of at most size items starting at offset, and

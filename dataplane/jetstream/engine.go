@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"sync"
 	"time"
 
@@ -91,6 +92,14 @@ type Engine struct {
 		accounts map[string]*jsAccount // by account name
 		byID     map[uint64]*stream    // every stream of the node
 		nextID   uint64
+		// reserved is, by store, the max_bytes the node's streams reserve
+		// and claims each stream's share of it, by id: a create checks
+		// the server's limit without visiting every stream.
+		//
+		// Invariant: reserved[ap] is the sum of claims[id] over the
+		// streams of byID stored by ap.
+		reserved map[*applier]int64
+		claims   map[uint64]int64
 		// held holds, by account name, the streams of accounts that are
 		// not enabled: read at start-up before their account registered,
 		// or detached while it is disabled or removed. Their data stays
@@ -125,6 +134,8 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{opts: opts, log: opts.Log, apiSched: newAPIScheduler(defaultAPILimits(), func(req apiRequest) { req.a.serve(req) })}
 	e.mu.accounts = map[string]*jsAccount{}
 	e.mu.byID = map[uint64]*stream{}
+	e.mu.reserved = map[*applier]int64{}
+	e.mu.claims = map[uint64]int64{}
 	e.mu.held = map[string][]*stream{}
 	e.mu.ledgers = map[string]*usageLedger{}
 	e.flow = newFlowGate(limitsFrom(opts))
@@ -146,41 +157,115 @@ func New(opts Options) (*Engine, error) {
 }
 
 // recover loads the streams of one store: metadata and state summaries,
-// and of the messages only each stream's newest, so start-up stays fast
-// however much is stored.
+// and of the messages only each stream's newest, so start-up stays fast however much is stored.
+// The catalog is read in one scan, in stream id order; decoding each
+// stream's record and its few reads (consumers, duplicate window, last
+// message id, next TTL) run on one worker per CPU, since with many
+// streams those dominate start-up. Streams are registered in id order.
 func (e *Engine) recover(ap *applier) error {
 	now := e.opts.Now()
-	return ap.st.Streams(func(info store.StreamInfo) error {
-		var rec storedStream
-		if err := json.Unmarshal(info.Config, &rec); err != nil || rec.Config == nil {
-			return fmt.Errorf("jetstream: stream %q record: %w", info.Name, errors.Join(err, store.ErrCorrupt))
+	type job struct {
+		i    int
+		info store.StreamInfo
+	}
+	type done struct {
+		s       *stream
+		account string
+		err     error
+	}
+	var (
+		jobs    = make(chan job, 256)
+		mu      sync.Mutex
+		results []done // by catalog position; guarded by mu
+		wg      sync.WaitGroup
+	)
+	var openErr error
+	for range runtime.GOMAXPROCS(0) {
+		// Each worker reads through its own Recovery; it is handed
+		// streams in ascending id order, so its iterator only moves
+		// forward.
+		rd, err := ap.st.NewRecovery()
+		if err != nil {
+			openErr = err
+			break
 		}
-		s := newStream(e, ap, info.ID, rec.Config, rec.Created)
-		s.ledger = e.ledgerFor(rec.Account)
-		s.mu.state = info.State
-		s.mu.detached = true
-		if err := s.recoverState(); err != nil {
-			return err
-		}
-		s.commitLocked(+1)
-		ap.used.Add(int64(s.mu.state.Bytes))
-		if err := s.loadDedup(now); err != nil {
-			return err
-		}
-		s.durable.Store(s.mu.state.LastSeq)
-		if err := s.loadConsumers(); err != nil {
-			return err
-		}
-		if err := s.loadNextTTL(); err != nil {
-			return err
-		}
-		e.mu.Lock()
-		e.mu.byID[info.ID] = s
-		e.mu.nextID = max(e.mu.nextID, info.ID)
-		e.mu.held[rec.Account] = append(e.mu.held[rec.Account], s)
-		e.mu.Unlock()
+		wg.Go(func() {
+			defer rd.Close()
+			for j := range jobs {
+				s, account, err := e.recoverStream(ap, rd, j.info, now)
+				mu.Lock()
+				if j.i >= len(results) {
+					results = append(results, make([]done, j.i+1-len(results))...)
+				}
+				results[j.i] = done{s, account, err}
+				mu.Unlock()
+			}
+		})
+	}
+	if openErr != nil {
+		close(jobs)
+		wg.Wait()
+		return fmt.Errorf("jetstream: recovery: %w", openErr)
+	}
+	n := 0
+	err := ap.st.Streams(func(info store.StreamInfo) error {
+		jobs <- job{n, info}
+		n++
 		return nil
 	})
+	close(jobs)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range results {
+		if r.err != nil {
+			return r.err
+		}
+	}
+	for _, r := range results {
+		e.trackLocked(r.s, r.s.mu.cfg)
+		e.mu.nextID = max(e.mu.nextID, r.s.id)
+		e.mu.held[r.account] = append(e.mu.held[r.account], r.s)
+	}
+	return nil
+}
+
+// recoverStream rebuilds one stream from its catalog record, detached,
+// and returns it with the name of its account. The stream is not shared
+// yet, so its fields are set without its lock.
+func (e *Engine) recoverStream(ap *applier, rd *store.Recovery, info store.StreamInfo, now time.Time) (*stream, string, error) {
+	var rec storedStream
+	if err := json.Unmarshal(info.Config, &rec); err != nil || rec.Config == nil {
+		return nil, "", fmt.Errorf("jetstream: stream %q record: %w", info.Name, errors.Join(err, store.ErrCorrupt))
+	}
+	s := newStream(e, ap, info.ID, rec.Config, rec.Created)
+	s.ledger = e.ledgerFor(rec.Account)
+	s.mu.state = info.State
+	s.mu.detached = true
+	// In key order (message, TTL, dedup, consumers), so rd moves forward.
+	if err := s.recoverState(rd); err != nil {
+		return nil, "", err
+	}
+	s.commitLocked(+1)
+	ap.used.Add(int64(s.mu.state.Bytes))
+	s.durable.Store(s.mu.state.LastSeq)
+	// Only a stream that allows message TTLs has TTL entries: the flag
+	// cannot be turned off once on.
+	if rec.Config.AllowMsgTTL {
+		if err := s.loadNextTTL(rd); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := s.loadDedup(rd, now); err != nil {
+		return nil, "", err
+	}
+	if err := s.loadConsumers(rd); err != nil {
+		return nil, "", err
+	}
+	return s, rec.Account, nil
 }
 
 // recoverState checks the stream's state summary against its newest
@@ -195,9 +280,9 @@ func (e *Engine) recover(ap *applier) error {
 // counts none, or none where it counts some: a store written before that
 // invariant, or a bug) is rebuilt from the messages and written back,
 // because the next publish would otherwise take a sequence already in use.
-func (s *stream) recoverState() error {
+func (s *stream) recoverState(rd *store.Recovery) error {
 	st := s.mu.state
-	newest, err := s.ap.st.NewestMsg(s.id)
+	newest, err := rd.NewestMsg(s.id)
 	found := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("jetstream: stream %q newest message: %w", s.mu.cfg.Name, err)
@@ -288,24 +373,37 @@ func (e *Engine) applierFor(cfg *api.StreamConfig) *applier {
 	return e.file
 }
 
-// reserved sums the max_bytes the streams of one store have claimed.
+// track records s among the node's streams with its current config, or
+// records its config again after an update.
+func (e *Engine) track(s *stream) {
+	cfg := s.config()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.trackLocked(s, cfg)
+}
+
+// trackLocked is track with e.mu held and s's config read already.
+func (e *Engine) trackLocked(s *stream, cfg *api.StreamConfig) {
+	e.mu.byID[s.id] = s
+	claim := max(cfg.MaxBytes, 0)
+	e.mu.reserved[s.ap] += claim - e.mu.claims[s.id]
+	e.mu.claims[s.id] = claim
+}
+
+// untrack forgets a deleted stream and releases its reservation.
+func (e *Engine) untrack(s *stream) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.mu.byID, s.id)
+	e.mu.reserved[s.ap] -= e.mu.claims[s.id]
+	delete(e.mu.claims, s.id)
+}
+
+// reserved is the max_bytes the streams of one store have claimed.
 func (e *Engine) reserved(ap *applier) int64 {
 	e.mu.Lock()
-	streams := make([]*stream, 0, len(e.mu.byID))
-	for _, s := range e.mu.byID {
-		streams = append(streams, s)
-	}
-	e.mu.Unlock()
-	var n int64
-	for _, s := range streams {
-		if s.ap != ap {
-			continue
-		}
-		if cfg := s.config(); cfg.MaxBytes > 0 {
-			n += cfg.MaxBytes
-		}
-	}
-	return n
+	defer e.mu.Unlock()
+	return e.mu.reserved[ap]
 }
 
 // checkReservation refuses a stream whose max_bytes the server cannot

@@ -230,7 +230,7 @@ func (a *jsAccount) checkStreamLimits(cfg *api.StreamConfig, old *stream) *api.E
 	if !ok {
 		return api.NewNoLimitsError()
 	}
-	if old == nil && tl.MaxStreams > 0 && a.countStreams(tier, cfg.Name) >= tl.MaxStreams {
+	if old == nil && tl.MaxStreams > 0 && a.countStreams(tier) >= tl.MaxStreams {
 		return api.NewMaxStreamsReachedError()
 	}
 	if cfg.MaxConsumers > 0 && tl.MaxConsumers > 0 && cfg.MaxConsumers > tl.MaxConsumers {
@@ -264,17 +264,6 @@ func (a *jsAccount) checkCommitment(tier string, tl api.AccountLimits, cfg *api.
 		return resourcesExceeded(cfg.Storage)
 	}
 	return nil
-}
-
-// countStreams counts the account's streams in tier, other than name.
-func (a *jsAccount) countStreams(tier, name string) int {
-	n := 0
-	for _, s := range a.sortedStreams() {
-		if cfg := s.config(); cfg.Name != name && inTier(tier, cfg.Replicas) {
-			n++
-		}
-	}
-	return n
 }
 
 // consumerLimits returns the tier limits that govern consumers of a

@@ -63,8 +63,8 @@ type stream struct {
 }
 
 // loadConsumers reads the stream's durable consumers from the store.
-func (s *stream) loadConsumers() error {
-	return s.ap.st.Consumers(s.id, func(rec store.ConsumerRecord) error {
+func (s *stream) loadConsumers(r *store.Recovery) error {
+	return r.Consumers(s.id, func(rec store.ConsumerRecord) error {
 		var cr consumerRecord
 		if err := json.Unmarshal(rec.Config, &cr); err != nil || cr.Config == nil {
 			return fmt.Errorf("jetstream: consumer %q record: %w", rec.Name, errors.Join(err, store.ErrCorrupt))
@@ -119,12 +119,12 @@ func (s *stream) recordLocked(account string) store.StreamMeta {
 }
 
 // loadDedup restores the duplicate window at start-up.
-func (s *stream) loadDedup(now time.Time) error {
+func (s *stream) loadDedup(r *store.Recovery, now time.Time) error {
 	window := s.mu.cfg.Duplicates
 	if window <= 0 {
 		return nil
 	}
-	return s.ap.st.DedupSince(s.id, now.Add(-window).UnixNano(), func(d store.DedupEntry) error {
+	return r.DedupSince(s.id, now.Add(-window).UnixNano(), func(d store.DedupEntry) error {
 		s.mu.dedup[d.ID] = dedupRec{seq: d.Seq, ts: d.Time}
 		return nil
 	})
@@ -133,9 +133,9 @@ func (s *stream) loadDedup(now time.Time) error {
 // loadNextTTL restores, at start-up, when the earliest Nats-TTL is due,
 // so the expiry timer armed when the stream attaches covers messages
 // stored before the restart.
-func (s *stream) loadNextTTL() error {
+func (s *stream) loadNextTTL(r *store.Recovery) error {
 	stop := errors.New("stop")
-	err := s.ap.st.Expiring(s.id, math.MaxInt64, func(_ uint64, expires int64) error {
+	err := r.Expiring(s.id, math.MaxInt64, func(_ uint64, expires int64) error {
 		s.mu.nextTTL = expires
 		return stop
 	})

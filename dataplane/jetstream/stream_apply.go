@@ -25,8 +25,8 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 	var r result
 	switch p.kind {
 	case propCreate:
+		// The create counted its commitment when it reserved the stream.
 		ap.batch.PutStream(s.recordLocked(p.acct.acc.Name()))
-		s.commitLocked(+1)
 		s.mu.dirty = true
 	case propUpdate:
 		// The commitment moves with the config (max_bytes set, changed or

@@ -7,6 +7,21 @@ package store
 // Threading: every method is safe for concurrent use. Reads see only
 // committed batches, and each commit becomes visible atomically.
 type engine interface {
+	reader
+	// newCursor returns a reader for many reads in ascending key order
+	// (start-up's reads of every stream), which positions one iterator
+	// instead of opening one per read. It sees at least what was committed
+	// when it was made; the caller closes it.
+	newCursor() (cursor, error)
+	// newBatch returns an empty batch for this engine.
+	newBatch() engineBatch
+	// sync makes every committed batch durable.
+	sync() error
+	close() error
+}
+
+// reader is the read side of an engine.
+type reader interface {
 	// get calls fn with the value stored at key, or returns errKeyNotFound.
 	// The value is valid only during fn.
 	get(key []byte, fn func(v []byte) error) error
@@ -14,12 +29,23 @@ type engine interface {
 	// reverse, descending, until fn returns false or an error. Keys and
 	// values are valid only during fn. A nil upper means no upper bound.
 	scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error
-	// newBatch returns an empty batch for this engine.
-	newBatch() engineBatch
-	// sync makes every committed batch durable.
-	sync() error
+}
+
+// cursor is a reader over one iterator: reads are cheapest when each
+// starts at or after where the previous one ended. Not safe for
+// concurrent use.
+type cursor interface {
+	reader
 	close() error
 }
+
+// seekCursor is the cursor of a reader with no iterator worth keeping:
+// the memory B-tree answers every seek in O(log n) anyway, and a batch's
+// read-only view is read by apply steps a few keys at a time, never by
+// start-up, so each read is its own seek.
+type seekCursor struct{ reader }
+
+func (seekCursor) close() error { return nil }
 
 // engineBatch collects writes for one atomic commit. A batch is used by one
 // goroutine at a time.

@@ -74,6 +74,9 @@ func treeScan(t *memTree, lower, upper []byte, reverse bool, fn func(k, v []byte
 	return err
 }
 
+// newCursor reads like the engine itself (see seekCursor).
+func (e *memEngine) newCursor() (cursor, error) { return seekCursor{e}, nil }
+
 func (e *memEngine) newBatch() engineBatch { return &memBatch{e: e} }
 
 func (e *memEngine) sync() error  { return nil }
@@ -163,6 +166,8 @@ func (v memView) scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (b
 func (memView) newBatch() engineBatch { panic("store: a batch's reader is read-only") }
 func (memView) sync() error           { panic("store: a batch's reader is read-only") }
 func (memView) close() error          { return nil }
+
+func (v memView) newCursor() (cursor, error) { return seekCursor{v}, nil }
 
 func nextOp(r []byte) (op byte, k, v, rest []byte) {
 	op, r = r[0], r[1:]

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -201,6 +202,59 @@ func iterate(it *pebble.Iterator, reverse bool, fn func(k, v []byte) (bool, erro
 	return nil
 }
 
+func (e *pebbleEngine) newCursor() (cursor, error) {
+	if err := e.failure(); err != nil {
+		return nil, err
+	}
+	it, err := e.db.NewIter(nil)
+	if err != nil {
+		return nil, fmt.Errorf("store: pebble iterator: %w", err)
+	}
+	return &pebbleCursor{e: e, it: it}, nil
+}
+
+// pebbleCursor answers gets and forward scans by seeking one unbounded
+// iterator, so the blocks it has loaded serve the next read.
+type pebbleCursor struct {
+	e  *pebbleEngine
+	it *pebble.Iterator
+}
+
+func (c *pebbleCursor) get(key []byte, fn func(v []byte) error) error {
+	if !c.it.SeekGE(key) || !bytes.Equal(c.it.Key(), key) {
+		if err := c.it.Error(); err != nil {
+			return fmt.Errorf("store: pebble get %s: %w", describeKey(key), err)
+		}
+		return errKeyNotFound
+	}
+	v, err := c.it.ValueAndErr()
+	if err != nil {
+		return fmt.Errorf("store: pebble get %s: %w", describeKey(key), err)
+	}
+	return fn(v)
+}
+
+func (c *pebbleCursor) scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	if reverse {
+		return c.e.scan(lower, upper, reverse, fn)
+	}
+	for ok := c.it.SeekGE(lower); ok && (upper == nil || bytes.Compare(c.it.Key(), upper) < 0); ok = c.it.Next() {
+		v, err := c.it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("store: pebble value %s: %w", describeKey(c.it.Key()), err)
+		}
+		if more, err := fn(c.it.Key(), v); err != nil || !more {
+			return err
+		}
+	}
+	if err := c.it.Error(); err != nil {
+		return fmt.Errorf("store: pebble scan: %w", err)
+	}
+	return nil
+}
+
+func (c *pebbleCursor) close() error { return c.it.Close() }
+
 func step(it *pebble.Iterator, reverse bool) bool {
 	if reverse {
 		return it.Prev()
@@ -297,6 +351,8 @@ func (v pebbleView) scan(lower, upper []byte, reverse bool, fn func(k, v []byte)
 func (pebbleView) newBatch() engineBatch { panic("store: a batch's reader is read-only") }
 func (pebbleView) sync() error           { panic("store: a batch's reader is read-only") }
 func (pebbleView) close() error          { return nil }
+
+func (v pebbleView) newCursor() (cursor, error) { return seekCursor{v}, nil }
 
 func (p *pebbleBatch) commit(sync bool) error {
 	wo := pebble.NoSync

@@ -45,14 +45,18 @@ func (s *Store) DedupSince(stream uint64, since int64, fn func(DedupEntry) error
 		return err
 	}
 	defer s.life.release()
+	return dedupSince(s.eng, stream, since, fn)
+}
+
+func dedupSince(r reader, stream uint64, since int64, fn func(DedupEntry) error) error {
 	lo := appendTime(dataPrefix(nil, stream, kindDedupTime), since)
 	hi := prefixEnd(dataPrefix(nil, stream, kindDedupTime))
-	return s.dedupByTime(lo, hi, fn)
+	return dedupByTime(r, lo, hi, fn)
 }
 
 // dedupByTime scans dedup-by-time records in [lo, hi).
-func (s *Store) dedupByTime(lo, hi []byte, fn func(DedupEntry) error) error {
-	err := s.eng.scan(lo, hi, false, func(k, v []byte) (bool, error) {
+func dedupByTime(r reader, lo, hi []byte, fn func(DedupEntry) error) error {
+	err := r.scan(lo, hi, false, func(k, v []byte) (bool, error) {
 		p, err := unseal(k, v)
 		if err != nil {
 			return false, err
@@ -91,7 +95,7 @@ func (s *Store) ExpireDedup(b *Batch, stream uint64, before int64) (int, error) 
 	lo := dataPrefix(nil, stream, kindDedupTime)
 	hi := appendTime(bytes.Clone(lo), before)
 	n := 0
-	err := s.dedupByTime(lo, hi, func(d DedupEntry) error {
+	err := dedupByTime(s.eng, lo, hi, func(d DedupEntry) error {
 		n++
 		b.key = dedupTimeKey(b.key[:0], stream, d.Time, d.ID)
 		b.w.del(b.key)

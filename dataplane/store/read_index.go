@@ -125,9 +125,13 @@ func (s *Store) Expiring(stream uint64, before int64, fn func(seq uint64, expire
 		return err
 	}
 	defer s.life.release()
+	return expiring(s.eng, stream, before, fn)
+}
+
+func expiring(r reader, stream uint64, before int64, fn func(seq uint64, expires int64) error) error {
 	lo := dataPrefix(nil, stream, kindTTL)
 	hi := appendTime(dataPrefix(nil, stream, kindTTL), before)
-	return s.eng.scan(lo, hi, false, func(k, v []byte) (bool, error) {
+	return r.scan(lo, hi, false, func(k, v []byte) (bool, error) {
 		if _, err := unseal(k, v); err != nil {
 			return false, err
 		}

@@ -95,7 +95,7 @@ func (s *Store) Consumers(stream uint64, fn func(ConsumerRecord) error) error {
 	}
 	defer s.life.release()
 	lo := dataPrefix(nil, stream, kindConsumer)
-	return s.consumers(stream, lo, prefixEnd(bytes.Clone(lo)), fn)
+	return consumers(s.eng, stream, lo, prefixEnd(bytes.Clone(lo)), fn)
 }
 
 // LoadConsumer returns one consumer's records.
@@ -107,7 +107,7 @@ func (s *Store) LoadConsumer(stream uint64, name string) (ConsumerRecord, error)
 	lo := consumerPrefix(nil, stream, name)
 	var rec ConsumerRecord
 	found := false
-	err := s.consumers(stream, lo, prefixEnd(bytes.Clone(lo)), func(c ConsumerRecord) error {
+	err := consumers(s.eng, stream, lo, prefixEnd(bytes.Clone(lo)), func(c ConsumerRecord) error {
 		rec, found = c, true
 		return nil
 	})
@@ -119,11 +119,11 @@ func (s *Store) LoadConsumer(stream uint64, name string) (ConsumerRecord, error)
 
 // consumers scans consumer records in [lo, hi), joining each consumer's
 // config and state records.
-func (s *Store) consumers(stream uint64, lo, hi []byte, fn func(ConsumerRecord) error) error {
+func consumers(r reader, stream uint64, lo, hi []byte, fn func(ConsumerRecord) error) error {
 	var cur ConsumerRecord
 	var curRaw []byte
 	have := false
-	err := s.eng.scan(lo, hi, false, func(k, v []byte) (bool, error) {
+	err := r.scan(lo, hi, false, func(k, v []byte) (bool, error) {
 		p, err := unseal(k, v)
 		if err != nil {
 			return false, err

@@ -16,18 +16,18 @@ func (s *Store) LoadMsg(stream, seq uint64) (Message, error) {
 		return Message{}, err
 	}
 	defer s.life.release()
-	m, err := s.loadMsg(stream, seq)
+	m, err := loadMsg(s.eng, stream, seq)
 	if errors.Is(err, errKeyNotFound) {
 		return Message{}, notFound("stream %d message %d", stream, seq)
 	}
 	return m, err
 }
 
-func (s *Store) loadMsg(stream, seq uint64) (Message, error) {
+func loadMsg(r reader, stream, seq uint64) (Message, error) {
 	var kb [18]byte
 	key := msgKey(kb[:0], stream, seq)
 	var m Message
-	err := s.eng.get(key, func(v []byte) error {
+	err := r.get(key, func(v []byte) error {
 		p, err := unseal(key, v)
 		if err != nil {
 			return err
@@ -70,7 +70,7 @@ func (s *Store) LoadMsgOn(stream, seq uint64, subj string) (Message, error) {
 }
 
 func (s *Store) loadMsgOn(stream, seq uint64, subj string) (Message, error) {
-	m, err := s.loadMsg(stream, seq)
+	m, err := loadMsg(s.eng, stream, seq)
 	if err == nil && m.Subject != subj {
 		return Message{}, errKeyNotFound
 	}
@@ -124,11 +124,15 @@ func (s *Store) NewestMsg(stream uint64) (Message, error) {
 		return Message{}, err
 	}
 	defer s.life.release()
+	return newestMsg(s.eng, stream)
+}
+
+func newestMsg(r reader, stream uint64) (Message, error) {
 	lo := dataPrefix(make([]byte, 0, 18), stream, kindMsg)
 	hi := dataPrefix(make([]byte, 0, 18), stream, kindMsg+1)
 	var found Message
 	var ok bool
-	err := s.eng.scan(lo, hi, true, func(k, v []byte) (bool, error) {
+	err := r.scan(lo, hi, true, func(k, v []byte) (bool, error) {
 		p, err := unseal(k, v)
 		if err != nil {
 			return false, err

@@ -45,7 +45,11 @@ func (s enumSpelling) marshal(v int) ([]byte, error) {
 
 func (s enumSpelling) unmarshal(b []byte) (int, error) {
 	var str string
-	if bytes.Equal(b, []byte("null")) || json.Unmarshal(b, &str) != nil {
+	if inner, ok := plainString(b); ok {
+		// The usual spelling needs no decoder: every stream and consumer
+		// config has several enums, and start-up decodes them all.
+		str = string(inner)
+	} else if bytes.Equal(b, []byte("null")) || json.Unmarshal(b, &str) != nil {
 		return 0, s.badValue(b)
 	}
 	if s.fold {
@@ -57,6 +61,16 @@ func (s enumSpelling) unmarshal(b []byte) (int, error) {
 		}
 	}
 	return 0, s.badValue(b)
+}
+
+// plainString returns the contents of a JSON string without escapes; ok
+// is false for anything else. b is a JSON value the decoder validated.
+func plainString(b []byte) (inner []byte, ok bool) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return nil, false
+	}
+	inner = b[1 : len(b)-1]
+	return inner, bytes.IndexByte(inner, '\\') < 0
 }
 
 func (s enumSpelling) text(v int) string {

@@ -35,24 +35,6 @@ func HasPathSeparator(name string) bool {
 	return strings.ContainsAny(name, `\/`)
 }
 
-// CheckSubjectOverlap returns err_code 10065 if any of subjects could
-// match a message that one of the other streams in the account already
-// captures, because a published message must land in at most one stream.
-// others holds each other stream's subjects; the stream being updated
-// must not be among them.
-func CheckSubjectOverlap(subjects []string, others [][]string) *Error {
-	for _, theirs := range others {
-		for _, o := range theirs {
-			for _, s := range subjects {
-				if subject.Overlaps(s, o) {
-					return NewStreamSubjectOverlapError()
-				}
-			}
-		}
-	}
-	return nil
-}
-
 // metadataLen is the size nats-server charges metadata against MaxMetadataLen.
 func metadataLen(m map[string]string) int {
 	n := 0

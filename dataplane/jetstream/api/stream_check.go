@@ -60,7 +60,8 @@ func (c *StreamConfig) Validate() *Error {
 // copy of the config, or the first error in the order nats-server finds
 // them. Defaulting and checking interleave there (a check may look at a
 // value before or after it was defaulted), so they interleave here too.
-// Subject overlap with other streams is separate: see CheckSubjectOverlap.
+// Subject overlap with other streams is the account's to check, against
+// its stream index (10065).
 func (c *StreamConfig) Normalize(env StreamEnv) (*StreamConfig, *Error) {
 	if err := c.checkIdentity(); err != nil {
 		return nil, err

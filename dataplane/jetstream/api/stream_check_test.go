@@ -260,15 +260,6 @@ func TestMirrorInheritsDirect(t *testing.T) {
 	}
 }
 
-func TestCheckSubjectOverlap(t *testing.T) {
-	others := [][]string{{"orders.*"}, {"kv.>"}}
-	for subj, want := range map[string]ErrorCode{"orders.new": 10065, "orders.>": 10065, "kv.a.b": 10065, "payments.>": 0, "orders": 0} {
-		if got := codeOf(CheckSubjectOverlap([]string{"x", subj}, others)); got != want {
-			t.Errorf("%s: got %d want %d", subj, got, want)
-		}
-	}
-}
-
 func TestCheckStreamUpdate(t *testing.T) {
 	old := StreamConfig{Name: "S", Subjects: []string{"s"}, DenyDelete: true, AllowMsgTTL: true,
 		Mirror: nil, Retention: LimitsPolicy}
