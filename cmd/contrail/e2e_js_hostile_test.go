@@ -92,8 +92,8 @@ var hostileRoutes = []hostileRoute{
 		times: []string{`{"start_time":%s}`}},
 }
 
-// hostileCase is one request of the table.
-type hostileCase struct {
+// jsHostileCase is one request of the table.
+type jsHostileCase struct {
 	name, subj, body string
 	status           bool
 }
@@ -101,12 +101,12 @@ type hostileCase struct {
 // hostileCases crosses every route with every input class it has a place
 // for, plus the classes every route gets: no body, broken JSON, a 1 MiB
 // body.
-func hostileCases() []hostileCase {
-	var out []hostileCase
+func hostileCases() []jsHostileCase {
+	var out []jsHostileCase
 	big := `{"x":"` + strings.Repeat("x", 1<<20-4096) + `"}`
 	for _, r := range hostileRoutes {
 		add := func(class, body string) {
-			out = append(out, hostileCase{name: r.subj + "/" + class, subj: "$JS.API." + r.subj, body: body, status: r.status})
+			out = append(out, jsHostileCase{name: r.subj + "/" + class, subj: "$JS.API." + r.subj, body: body, status: r.status})
 		}
 		add("no-body", "")
 		add("broken-json", `{"offset":`)
@@ -149,7 +149,7 @@ func hostileCases() []hostileCase {
 		}
 	}
 	long := strings.Repeat("L", 300)
-	for _, c := range []hostileCase{
+	for _, c := range []jsHostileCase{
 		{name: "name/missing", subj: "STREAM.INFO"},
 		{name: "name/too-long", subj: "STREAM.CREATE." + long, body: `{"name":"` + long + `","subjects":["l"]}`},
 		{name: "name/unicode", subj: "STREAM.INFO.Ünï"},
@@ -282,7 +282,7 @@ func TestHostileJSAPI(t *testing.T) {
 	cases := hostileCases()
 	if os.Getenv("CONTRAIL_HOSTILE_ONLY") != "" {
 		// A prefix of case names, for a quick look at one route.
-		var keep []hostileCase
+		var keep []jsHostileCase
 		for _, c := range cases {
 			if strings.HasPrefix(c.name, os.Getenv("CONTRAIL_HOSTILE_ONLY")) {
 				keep = append(keep, c)
