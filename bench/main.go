@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -118,38 +117,21 @@ func benchmark(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	root, err := os.MkdirTemp("", "contrail-bench-")
+	root, cleanup, err := benchDir("contrail-bench-", cfg.keep)
 	if err != nil {
-		return fmt.Errorf("creating temp dir: %w", err)
+		return err
 	}
-	defer func() {
-		if cfg.keep {
-			fmt.Printf("kept %s\n", root)
-			return
-		}
-		if err := os.RemoveAll(root); err != nil {
-			fmt.Fprintf(os.Stderr, "bench: removing %s: %v\n", root, err)
-		}
-	}()
+	defer cleanup()
 
 	natsBin, err := natsCLI.ensure(ctx, cfg.natsBin)
 	if err != nil {
 		return err
 	}
-	serverBin, err := natsServer.ensure(ctx, cfg.natsServerBin)
+	contrailBin, serverBin, err := serverBinaries(ctx, cfg, root)
 	if err != nil {
 		return err
 	}
-	contrailBin, cArgs := cfg.contrailBin, serverArgs(contrailArgs)
-	switch {
-	case cfg.selftest:
-		contrailBin, cArgs = serverBin, natsServerArgs
-	case contrailBin == "":
-		fmt.Println("building ./cmd/contrail ...")
-		if contrailBin, err = buildContrail(ctx, filepath.Join(root, "bin")); err != nil {
-			return err
-		}
-	}
+	cArgs := plainContrailArgs(cfg.selftest)
 
 	servers := map[string]*server{}
 	for _, s := range []struct {

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,113 +52,68 @@ func (l *latencies) pct(p float64) time.Duration {
 
 // noisyResult is what one server did in the scenario.
 type noisyResult struct {
-	side           string
+	sideOutcome
 	alone, flooded latencies
 	aOK, aRefused  int64 // A's flood requests answered, and refused with 10023
 	aLost          int64 // A's flood requests never answered
 	aHeavy         int64 // A's heavy STREAM.INFOs answered
 	fillT          time.Duration
-	failed         error
 }
 
 // noisyBenchmark runs the scenario on Contrail, then on nats-server, and
 // prints the table.
 func noisyBenchmark(ctx context.Context, cfg config) error {
-	root, err := os.MkdirTemp("", "contrail-bench-noisy-")
-	if err != nil {
-		return fmt.Errorf("creating temp dir: %w", err)
-	}
-	defer func() {
-		if cfg.keep {
-			fmt.Printf("kept %s\n", root)
-			return
-		}
-		if err := os.RemoveAll(root); err != nil {
-			fmt.Fprintf(os.Stderr, "bench: removing %s: %v\n", root, err)
-		}
-	}()
-	serverBin, err := natsServer.ensure(ctx, cfg.natsServerBin)
+	root, cleanup, err := benchDir("contrail-bench-noisy-", cfg.keep)
 	if err != nil {
 		return err
 	}
-	contrailBin := cfg.contrailBin
-	if contrailBin == "" && !cfg.selftest {
-		fmt.Println("building ./cmd/contrail ...")
-		if contrailBin, err = buildContrail(ctx, filepath.Join(root, "bin")); err != nil {
-			return err
-		}
-	}
-	world, err := newTenantWorldLimits(2, noisyJSLimits)
+	defer cleanup()
+	contrailBin, serverBin, err := serverBinaries(ctx, cfg, root)
 	if err != nil {
 		return err
 	}
-	if err := world.serve(); err != nil {
+	world, err := startTenantWorld(2, noisyJSLimits, root)
+	if err != nil {
 		return err
 	}
 	defer world.close()
-	opFile := filepath.Join(root, "operator.jwt")
-	if err := os.WriteFile(opFile, []byte(world.opJWT), 0o600); err != nil {
-		return err
-	}
-	conf := filepath.Join(root, "nats-server.conf")
-	if err := os.WriteFile(conf, []byte(world.natsServerTenantConf(serverDataDir(root, sideNatsServer))), 0o600); err != nil {
-		return err
-	}
-	natsArgs := func(port, monitorPort int, dataDir string) []string {
-		return []string{"-c", conf, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-m", strconv.Itoa(monitorPort)}
-	}
-	sides := []tenantSide{{name: sideContrail, bin: contrailBin, args: func(port, monitorPort int, dataDir string) []string {
-		return append(contrailArgs(port, monitorPort, dataDir),
-			"--operator", opFile, "--resolver", world.base, "--system-account", world.sysPub)
-	}}}
+	sides := []tenantSide{world.contrailSide(contrailBin)}
 	if cfg.selftest {
-		sides[0] = tenantSide{name: sideContrail, bin: serverBin, args: natsArgs}
+		if sides[0], err = world.natsServerSide(root, sideContrail, serverBin); err != nil {
+			return err
+		}
 		fmt.Println("SELFTEST: the contrail side is a second nats-server")
 	}
-	sides = append(sides, tenantSide{name: sideNatsServer, bin: serverBin, args: natsArgs})
+	natsSide, err := world.natsServerSide(root, sideNatsServer, serverBin)
+	if err != nil {
+		return err
+	}
+	sides = append(sides, natsSide)
 	fmt.Printf("tenant A: %s messages in a file stream (one subject each), then %d STREAM.INFO loops on it and %d connections keeping %s STREAM.INFO requests outstanding\n",
 		commas(noisyBigMsgs), noisyHeavyLoops, noisyFloodConns, commas(noisyFloodConns*noisyFloodPer))
 	fmt.Printf("tenant B: STREAM.INFO of its empty stream, one at a time, for %s alone and %s during A's flood\n", noisyAlone, noisyFlooded)
 
-	var results []*noisyResult
-	for _, s := range sides {
+	results, err := runSides(ctx, sides, func(s tenantSide) *noisyResult {
 		fmt.Printf("\n%s: %s\n", s.name, s.bin)
-		r := runNoisySide(ctx, s, root, world)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if r.failed != nil {
-			fmt.Printf("  FAILED: %v\n", r.failed)
-		}
-		results = append(results, r)
+		return runNoisySide(ctx, s, root, world)
+	})
+	if err != nil {
+		return err
 	}
 	printNoisyTable(os.Stdout, results)
-	var errs []string
-	for _, r := range results {
-		if r.failed != nil {
-			errs = append(errs, r.side+" failed")
-		}
-	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
+	return sidesError(results)
 }
 
 // runNoisySide starts one server, fills A's stream, measures B alone and
 // during A's flood, and stops the server.
 func runNoisySide(ctx context.Context, s tenantSide, root string, world *tenantWorld) *noisyResult {
-	r := &noisyResult{side: s.name}
-	srv, err := startServer(ctx, s.name, s.bin, s.args, root)
-	if err != nil {
-		r.failed = err
-		return r
-	}
-	defer srv.stop()
-	fail := func(err error) *noisyResult {
-		r.failed = fmt.Errorf("%w\n  --- %s log (tail) ---\n%s", err, s.name, indent(srv.logTail(15)))
-		return r
-	}
+	r := &noisyResult{sideOutcome: sideOutcome{side: s.name}}
+	r.failed = onServer(ctx, s.name, s.bin, s.args, root, func(srv *server) error { return r.measure(ctx, srv, world) })
+	return r
+}
+
+// measure takes the side's figures on srv.
+func (r *noisyResult) measure(ctx context.Context, srv *server, world *tenantWorld) error {
 	var conns []*nats.Conn
 	defer func() {
 		for _, nc := range conns {
@@ -179,15 +132,15 @@ func runNoisySide(ctx context.Context, s tenantSide, root string, world *tenantW
 	tA, tB := world.tenants[0], world.tenants[1]
 	ncA, err := dial(tA)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	ncB, err := dial(tB)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	start := time.Now()
 	if err := fillBig(ctx, ncA); err != nil {
-		return fail(err)
+		return err
 	}
 	r.fillT = time.Since(start)
 	fmt.Printf("  A's stream filled: %s messages in %s\n", commas(noisyBigMsgs), r.fillT.Round(time.Millisecond))
@@ -196,7 +149,7 @@ func runNoisySide(ctx context.Context, s tenantSide, root string, world *tenantW
 	_, err = jsB.CreateStream(cctx, jetstream.StreamConfig{Name: "SMALL", Subjects: []string{"small.>"}, Storage: jetstream.FileStorage})
 	cancel()
 	if err != nil {
-		return fail(fmt.Errorf("stream SMALL of tenant B: %w", err))
+		return fmt.Errorf("stream SMALL of tenant B: %w", err)
 	}
 
 	r.alone = probeLoop(ctx, ncB, noisyAlone)
@@ -207,7 +160,7 @@ func runNoisySide(ctx context.Context, s tenantSide, root string, world *tenantW
 	var heavyOK atomic.Int64
 	heavyConn, err := dial(tA)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	for range noisyHeavyLoops {
 		heavy.Go(func() {
@@ -229,13 +182,13 @@ func runNoisySide(ctx context.Context, s tenantSide, root string, world *tenantW
 		if err != nil {
 			close(stop)
 			heavy.Wait()
-			return fail(err)
+			return err
 		}
 		f, err := startNoisyFlood(nc, "$JS.API.STREAM.INFO.BIG", noisyFloodPer)
 		if err != nil {
 			close(stop)
 			heavy.Wait()
-			return fail(err)
+			return err
 		}
 		floods = append(floods, f)
 	}
@@ -259,9 +212,9 @@ func runNoisySide(ctx context.Context, s tenantSide, root string, world *tenantW
 	fmt.Printf("  A: %s flood requests answered, %s refused (10023), %s unanswered after %s; %s heavy infos answered\n",
 		commas(r.aOK), commas(r.aRefused), commas(r.aLost), noisyDrainTimeout, commas(r.aHeavy))
 	if !srv.alive() {
-		return fail(fmt.Errorf("server exited: %v", srv.waitErr))
+		return fmt.Errorf("server exited: %v", srv.waitErr)
 	}
-	return r
+	return nil
 }
 
 // fillBig creates A's stream BIG and publishes noisyBigMsgs messages into
@@ -409,24 +362,6 @@ func printNoisyTable(out io.Writer, results []*noisyResult) {
 			commas(int64(len(f.lat))), strconv.Itoa(f.overloaded), strconv.Itoa(f.timeouts),
 			commas(r.aRefused), commas(r.aLost)})
 	}
-	widths := make([]int, len(header))
-	for _, row := range rows {
-		for i, cell := range row {
-			widths[i] = max(widths[i], len([]rune(cell)))
-		}
-	}
 	fmt.Fprintf(out, "\nB's STREAM.INFO on an empty stream, alone and while A floods (latency of answered requests; B's failures while flooded; A's refused and unanswered flood requests)\n\n")
-	for _, row := range rows {
-		var b strings.Builder
-		for i, cell := range row {
-			pad := strings.Repeat(" ", widths[i]-len([]rune(cell)))
-			switch {
-			case i == 0:
-				b.WriteString(cell + pad)
-			default:
-				b.WriteString("   " + pad + cell)
-			}
-		}
-		fmt.Fprintln(out, strings.TrimRight(b.String(), " "))
-	}
+	writeTable(out, rows, 1)
 }

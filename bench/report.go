@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Side names, in report column order.
@@ -105,20 +106,31 @@ func printTable(out io.Writer, results []*result, rounds int) {
 			name = ""
 		}
 	}
-	widths := make([]int, len(rows[0]))
+	fmt.Fprintf(out, "\nmedian of %d round(s); ratio = contrail / nats-server (msgs/s: higher is better for contrail; latency: lower is better)\n\n", rounds)
+	writeTable(out, rows, 2)
+}
+
+// writeTable writes rows as aligned columns three spaces apart: the
+// first textCols left-aligned, the figures after them right-aligned.
+// Widths count runes ("µs" is two columns). A row may be shorter than
+// the others (a failed side's).
+func writeTable(out io.Writer, rows [][]string, textCols int) {
+	var widths []int
 	for _, row := range rows {
 		for i, cell := range row {
-			widths[i] = max(widths[i], len(cell))
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
 		}
 	}
-	fmt.Fprintf(out, "\nmedian of %d round(s); ratio = contrail / nats-server (msgs/s: higher is better for contrail; latency: lower is better)\n\n", rounds)
 	for _, row := range rows {
 		var b strings.Builder
 		for i, cell := range row {
 			if i > 0 {
 				b.WriteString("   ")
 			}
-			if i < 2 { // text columns left-aligned, figures right-aligned
+			if i < textCols {
 				fmt.Fprintf(&b, "%-*s", widths[i], cell)
 			} else {
 				fmt.Fprintf(&b, "%*s", widths[i], cell)

@@ -181,6 +181,9 @@ func httpStatus(ctx context.Context, client *http.Client, url string) (int, erro
 	return resp.StatusCode, nil
 }
 
+// pid is the server's process ID.
+func (s *server) pid() int { return s.cmd.Process.Pid }
+
 // alive reports whether the server process is still running.
 func (s *server) alive() bool {
 	select {

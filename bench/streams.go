@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -36,7 +34,7 @@ const (
 
 // streamsResult is one server's figures.
 type streamsResult struct {
-	side     string
+	sideOutcome
 	n        int
 	blocks   []time.Duration // time to create each block of streamsBlock (the last may be short)
 	total    time.Duration
@@ -45,26 +43,17 @@ type streamsResult struct {
 	restart  time.Duration
 	restartN int   // streams the restarted server reports
 	rssAfter int64 // KiB, right after the restart
-	failed   error
 }
 
 // streamsBenchmark runs the stream-count scenario on Contrail with
 // cfg.streams streams and on nats-server with cfg.streamsRef (0 skips
 // it), one server after the other, and prints the table.
 func streamsBenchmark(ctx context.Context, cfg config) error {
-	root, err := os.MkdirTemp("", "contrail-bench-streams-")
+	root, cleanup, err := benchDir("contrail-bench-streams-", cfg.keep)
 	if err != nil {
-		return fmt.Errorf("creating temp dir: %w", err)
+		return err
 	}
-	defer func() {
-		if cfg.keep {
-			fmt.Printf("kept %s\n", root)
-			return
-		}
-		if err := os.RemoveAll(root); err != nil {
-			fmt.Fprintf(os.Stderr, "bench: removing %s: %v\n", root, err)
-		}
-	}()
+	defer cleanup()
 	refN := cfg.streamsRef
 	if refN < 0 {
 		refN = cfg.streams
@@ -74,103 +63,80 @@ func streamsBenchmark(ctx context.Context, cfg config) error {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: warning: open-file limit: %v\n", err)
 	}
-	serverBin, err := natsServer.ensure(ctx, cfg.natsServerBin)
+	contrailBin, serverBin, err := serverBinaries(ctx, cfg, root)
 	if err != nil {
 		return err
 	}
-	contrailBin, cArgs := cfg.contrailBin, serverArgs(contrailArgs)
-	switch {
-	case cfg.selftest:
-		contrailBin, cArgs = serverBin, natsServerArgs
-	case contrailBin == "":
-		fmt.Println("building ./cmd/contrail ...")
-		if contrailBin, err = buildContrail(ctx, filepath.Join(root, "bin")); err != nil {
-			return err
-		}
-	}
+	cArgs := plainContrailArgs(cfg.selftest)
 	fmt.Printf("streams: file storage, one subject and one message each, %d concurrent clients; open-file limit %d\n", streamsWorkers, limit)
 
-	var results []*streamsResult
-	for _, s := range []struct {
-		side, bin string
+	type side struct {
+		name, bin string
 		args      serverArgs
 		n         int
-	}{{sideContrail, contrailBin, cArgs, cfg.streams}, {sideNatsServer, serverBin, natsServerArgs, refN}} {
-		if s.n == 0 {
-			continue
+	}
+	var sides []side
+	for _, s := range []side{{sideContrail, contrailBin, cArgs, cfg.streams}, {sideNatsServer, serverBin, natsServerArgs, refN}} {
+		if s.n != 0 {
+			sides = append(sides, s)
 		}
-		fmt.Printf("\n%s: %s, %s streams\n", s.side, s.bin, commas(int64(s.n)))
-		r := runStreamsSide(ctx, s.side, s.bin, s.args, root, s.n)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if r.failed != nil {
-			fmt.Printf("  FAILED: %v\n", r.failed)
-		}
-		results = append(results, r)
+	}
+	results, err := runSides(ctx, sides, func(s side) *streamsResult {
+		fmt.Printf("\n%s: %s, %s streams\n", s.name, s.bin, commas(int64(s.n)))
+		return runStreamsSide(ctx, s.name, s.bin, s.args, root, s.n)
+	})
+	if err != nil {
+		return err
 	}
 	printStreamsTable(os.Stdout, results)
-	var errs []string
-	for _, r := range results {
-		if r.failed != nil {
-			errs = append(errs, r.side+" failed")
-		}
-	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
+	return sidesError(results)
 }
 
 // runStreamsSide starts one server on a fresh data dir, creates n
 // streams with a message each, takes the figures, restarts it on the
 // same data and times it to healthy, then stops it.
 func runStreamsSide(ctx context.Context, side, bin string, args serverArgs, root string, n int) *streamsResult {
-	r := &streamsResult{side: side, n: n}
-	srv, err := startServer(ctx, side, bin, args, root)
-	if err != nil {
-		r.failed = err
-		return r
-	}
-	defer func() { srv.stop() }()
-	fail := func(err error) *streamsResult {
-		r.failed = fmt.Errorf("%w\n  --- %s log (tail) ---\n%s", err, side, indent(srv.logTail(15)))
-		return r
-	}
+	r := &streamsResult{sideOutcome: sideOutcome{side: side}, n: n}
+	r.failed = onServer(ctx, side, bin, args, root, func(srv *server) error { return r.measure(ctx, srv, root) })
+	return r
+}
 
-	if err := createStreams(ctx, srv.url, n, r); err != nil {
-		return fail(err)
+// measure takes the side's figures on srv, which it stops and restarts.
+func (r *streamsResult) measure(ctx context.Context, srv *server, root string) error {
+	if err := createStreams(ctx, srv.url, r.n, r); err != nil {
+		return err
 	}
-	pid := srv.cmd.Process.Pid
-	res, err := waitStableRSS(ctx, pid)
+	res, err := waitStableRSS(ctx, srv.pid())
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	r.rss = res.last.total
-	r.hwm = readStatusKiB(pid, "VmHWM")
+	r.rss, r.hwm = res.last.total, res.last.peak
 	fmt.Printf("  created in %s; %s\n", r.total.Round(time.Millisecond), res.describe())
 
 	// Restart on the same data: a clean stop, then the time from exec to
 	// healthy (INFO on the client port and 200 from /healthz) and to every
 	// stream being reported.
 	srv.stop()
-	if r.disk, err = dirSize(serverDataDir(root, side)); err != nil {
-		return fail(err)
+	if r.disk, err = dirSize(serverDataDir(root, r.side)); err != nil {
+		return err
 	}
 	start := time.Now()
-	if srv, err = restartServer(ctx, srv, streamsRestart); err != nil {
-		return fail(fmt.Errorf("restart: %w", err))
+	again, err := restartServer(ctx, srv, streamsRestart)
+	if err != nil {
+		return fmt.Errorf("restart: %w", err)
 	}
+	defer again.stop()
 	r.restart = time.Since(start)
-	r.rssAfter = readStatusKiB(srv.cmd.Process.Pid, "VmRSS")
-	if r.restartN, err = countStreams(ctx, srv.url); err != nil {
-		return fail(fmt.Errorf("after restart: %w", err))
+	after, _ := readRSS(again.pid()) // 0 if unavailable
+	r.rssAfter = after.total
+	if r.restartN, err = countStreams(ctx, again.url); err != nil {
+		return fmt.Errorf("after restart: %w", err)
 	}
 	fmt.Printf("  restarted to healthy in %s, %s streams reported\n", r.restart.Round(time.Millisecond), commas(int64(r.restartN)))
-	if r.restartN != n {
-		return fail(fmt.Errorf("after restart %d streams, want %d", r.restartN, n))
+	if r.restartN != r.n {
+		return fmt.Errorf("after restart %d streams, want %d", r.restartN, r.n)
 	}
-	return r
+	return nil
 }
 
 // createStreams creates streams S0000000… with subject streams.<i> and
@@ -269,16 +235,6 @@ func restartServer(ctx context.Context, old *server, timeout time.Duration) (*se
 		return nil, fmt.Errorf("%s did not become ready: %w\n%s", s.name, err, s.logTail(20))
 	}
 	return s, nil
-}
-
-// readStatusKiB reads one figure of /proc/<pid>/status (0 if unavailable).
-func readStatusKiB(pid int, field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	v, _ := parseStatusKiB(b, field)
-	return v
 }
 
 // dirSize is the bytes of the regular files under dir.

@@ -10,7 +10,7 @@ import (
 // blocks (a short last block is left out), the per-block rates, and the
 // verdicts against the targets scaled to the count.
 func TestStreamsReport(t *testing.T) {
-	r := &streamsResult{side: sideContrail, n: 25_000, total: 30 * time.Second,
+	r := &streamsResult{sideOutcome: sideOutcome{side: sideContrail}, n: 25_000, total: 30 * time.Second,
 		blocks: []time.Duration{10 * time.Second, 15 * time.Second, 5 * time.Second},
 		rss:    200 << 10, hwm: 300 << 10, disk: 25_000 << 10, restart: time.Second}
 	if got := r.spread(); got != 1.5 {

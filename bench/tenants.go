@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -63,6 +62,7 @@ type tenantWorld struct {
 	jwts    map[string]string // account key → JWT; read-only once serving
 	tenants []tenant
 	base    string // resolver base URL, ends in '/'
+	opFile  string // the operator JWT's file, for Contrail's --operator
 	srv     *http.Server
 	fetches atomic.Int64
 }
@@ -133,6 +133,46 @@ func newTenantWorldLimits(n int, lim jwt.JetStreamLimits) (*tenantWorld, error) 
 	return w, nil
 }
 
+// startTenantWorld makes a world of n accounts with JetStream limits lim,
+// serves it, and writes the operator JWT into root. The caller closes it.
+func startTenantWorld(n int, lim jwt.JetStreamLimits, root string) (*tenantWorld, error) {
+	w, err := newTenantWorldLimits(n, lim)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.serve(); err != nil {
+		return nil, err
+	}
+	w.opFile = filepath.Join(root, "operator.jwt")
+	if err := os.WriteFile(w.opFile, []byte(w.opJWT), 0o600); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// contrailSide is Contrail trusting the world's operator and resolving
+// its accounts from the world's resolver, with the extra flags given.
+func (w *tenantWorld) contrailSide(bin string, extra ...string) tenantSide {
+	return tenantSide{name: sideContrail, bin: bin, args: func(port, monitorPort int, dataDir string) []string {
+		return append(append(contrailArgs(port, monitorPort, dataDir),
+			"--operator", w.opFile, "--resolver", w.base, "--system-account", w.sysPub), extra...)
+	}}
+}
+
+// natsServerSide is nats-server, as side name, trusting the world's
+// operator: its configuration (JetStream in the side's own data dir) is
+// written to root/<name>.conf.
+func (w *tenantWorld) natsServerSide(root, name, bin string) (tenantSide, error) {
+	conf := filepath.Join(root, name+".conf")
+	if err := os.WriteFile(conf, []byte(w.natsServerTenantConf(serverDataDir(root, name))), 0o600); err != nil {
+		return tenantSide{}, err
+	}
+	return tenantSide{name: name, bin: bin, args: func(port, monitorPort int, dataDir string) []string {
+		return []string{"-c", conf, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-m", strconv.Itoa(monitorPort)}
+	}}, nil
+}
+
 // serve starts the URL resolver on a free loopback port.
 func (w *tenantWorld) serve() error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -174,7 +214,7 @@ func (w *tenantWorld) natsServerTenantConf(storeDir string) string {
 
 // tenantResult is what one server did in the scenario.
 type tenantResult struct {
-	side                     string
+	sideOutcome
 	clients                  int           // connections the bench holds
 	conns, accounts, streams int           // as the server's monitor reports them; -1 unknown
 	connectT, createT        time.Duration // wall time of each phase
@@ -184,7 +224,6 @@ type tenantResult struct {
 	runtime                  string // Go runtime figures (Contrail, from pprof), if known
 	heapTop                  string // `go tool pprof -top` of the heap when over the limit
 	resolverFetches          int64
-	failed                   error
 }
 
 // perAccountKiB is the RSS the accounts added, per account.
@@ -208,19 +247,11 @@ type tenantSide struct {
 // exceeds the target.
 func tenantBenchmark(ctx context.Context, cfg config) error {
 	n := cfg.tenants
-	root, err := os.MkdirTemp("", "contrail-bench-tenants-")
+	root, cleanup, err := benchDir("contrail-bench-tenants-", cfg.keep)
 	if err != nil {
-		return fmt.Errorf("creating temp dir: %w", err)
+		return err
 	}
-	defer func() {
-		if cfg.keep {
-			fmt.Printf("kept %s\n", root)
-			return
-		}
-		if err := os.RemoveAll(root); err != nil {
-			fmt.Fprintf(os.Stderr, "bench: removing %s: %v\n", root, err)
-		}
-	}()
+	defer cleanup()
 
 	// Each side holds n client connections (plus stream files); the bench
 	// holds n too. Setting the limit explicitly (rather than relying on
@@ -231,44 +262,28 @@ func tenantBenchmark(ctx context.Context, cfg config) error {
 		return fmt.Errorf("open-file limit: %w", err)
 	}
 
-	serverBin, err := natsServer.ensure(ctx, cfg.natsServerBin)
+	contrailBin, serverBin, err := serverBinaries(ctx, cfg, root)
 	if err != nil {
 		return err
-	}
-	contrailBin := cfg.contrailBin
-	if contrailBin == "" && !cfg.selftest {
-		fmt.Println("building ./cmd/contrail ...")
-		if contrailBin, err = buildContrail(ctx, filepath.Join(root, "bin")); err != nil {
-			return err
-		}
 	}
 
 	t0 := time.Now()
-	world, err := newTenantWorld(n)
+	world, err := startTenantWorld(n, tenantJSLimits, root)
 	if err != nil {
 		return err
 	}
-	if err := world.serve(); err != nil {
-		return err
-	}
 	defer world.close()
-	opFile := filepath.Join(root, "operator.jwt")
-	if err := os.WriteFile(opFile, []byte(world.opJWT), 0o600); err != nil {
-		return err
-	}
 	fmt.Printf("tenants: %d accounts (JetStream mem 1 MiB, disk 16 MiB, 10 streams, 10 consumers), 1 user each; made in %s\n",
 		n, time.Since(t0).Round(time.Millisecond))
 	fmt.Printf("resolver: %s<account key>; open-file limit %d (bench and servers)\n", world.base, limit)
 
-	natsSide := func(name string) tenantSide {
-		conf := filepath.Join(root, name+".conf")
-		return tenantSide{name: name, bin: serverBin, args: func(port, monitorPort int, dataDir string) []string {
-			return []string{"-c", conf, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-m", strconv.Itoa(monitorPort)}
-		}}
-	}
 	var sides []tenantSide
 	if cfg.selftest {
-		sides = append(sides, natsSide(sideContrail))
+		s, err := world.natsServerSide(root, sideContrail, serverBin)
+		if err != nil {
+			return err
+		}
+		sides = append(sides, s)
 		fmt.Println("SELFTEST: the contrail side is a second nats-server")
 	} else {
 		ports, err := freePorts(1)
@@ -276,45 +291,29 @@ func tenantBenchmark(ctx context.Context, cfg config) error {
 			return err
 		}
 		pprofAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
-		sides = append(sides, tenantSide{name: sideContrail, bin: contrailBin, pprof: "http://" + pprofAddr,
-			args: func(port, monitorPort int, dataDir string) []string {
-				return append(contrailArgs(port, monitorPort, dataDir),
-					"--operator", opFile, "--resolver", world.base, "--system-account", world.sysPub,
-					"--pprof-addr", pprofAddr)
-			}})
+		s := world.contrailSide(contrailBin, "--pprof-addr", pprofAddr)
+		s.pprof = "http://" + pprofAddr
+		sides = append(sides, s)
 	}
-	sides = append(sides, natsSide(sideNatsServer))
-	for _, s := range sides {
-		if s.bin == serverBin {
-			conf := world.natsServerTenantConf(serverDataDir(root, s.name))
-			if err := os.WriteFile(filepath.Join(root, s.name+".conf"), []byte(conf), 0o600); err != nil {
-				return err
-			}
-		}
+	s, err := world.natsServerSide(root, sideNatsServer, serverBin)
+	if err != nil {
+		return err
 	}
+	sides = append(sides, s)
 
-	var results []*tenantResult
-	for _, s := range sides {
+	results, err := runSides(ctx, sides, func(s tenantSide) *tenantResult {
 		fmt.Printf("\n%s: %s\n", s.name, s.bin)
 		before := world.fetches.Load()
 		r := runTenantSide(ctx, s, root, world, n)
 		r.resolverFetches = world.fetches.Load() - before
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if r.failed != nil {
-			fmt.Printf("  FAILED: %v\n", r.failed)
-		}
-		results = append(results, r)
+		return r
+	})
+	if err != nil {
+		return err
 	}
 
 	printTenantTable(os.Stdout, results, n)
-	var errs []string
-	for _, r := range results {
-		if r.failed != nil {
-			errs = append(errs, r.side+" failed")
-		}
-	}
+	var over []string
 	if c := results[0]; c.failed == nil && n <= tenantLimitUpTo && c.idleRSS <= tenantRSSLimit {
 		fmt.Printf("\n%s idles at %.1f MiB with %d accounts: within the %d MiB target\n",
 			sideContrail, mib(c.idleRSS), n, tenantRSSLimit>>10)
@@ -327,34 +326,26 @@ func tenantBenchmark(ctx context.Context, cfg config) error {
 		if c.heapTop != "" {
 			fmt.Printf("  heap profile (in-use space) taken while idle:\n%s\n", indent(c.heapTop))
 		}
-		errs = append(errs, fmt.Sprintf("contrail idle RSS %.1f MiB > %d MiB", mib(c.idleRSS), tenantRSSLimit>>10))
+		over = append(over, fmt.Sprintf("contrail idle RSS %.1f MiB > %d MiB", mib(c.idleRSS), tenantRSSLimit>>10))
 	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
+	return sidesError(results, over...)
 }
 
 // runTenantSide starts one server, connects a client per account, creates
 // and fills a stream in each, waits until the server's RSS settles, takes
 // the figures and stops the server.
 func runTenantSide(ctx context.Context, s tenantSide, root string, world *tenantWorld, n int) *tenantResult {
-	r := &tenantResult{side: s.name, conns: -1, accounts: -1, streams: -1}
-	srv, err := startServer(ctx, s.name, s.bin, s.args, root)
-	if err != nil {
-		r.failed = err
-		return r
-	}
-	defer srv.stop()
-	pid := srv.cmd.Process.Pid
-	fail := func(err error) *tenantResult {
-		r.failed = fmt.Errorf("%w\n  --- %s log (tail) ---\n%s", err, s.name, indent(srv.logTail(15)))
-		return r
-	}
+	r := &tenantResult{sideOutcome: sideOutcome{side: s.name}, conns: -1, accounts: -1, streams: -1}
+	r.failed = onServer(ctx, s.name, s.bin, s.args, root, func(srv *server) error { return r.measure(ctx, s, srv, world, n) })
+	return r
+}
 
+// measure takes the side's figures on srv.
+func (r *tenantResult) measure(ctx context.Context, s tenantSide, srv *server, world *tenantWorld, n int) error {
+	pid := srv.pid()
 	res, err := waitStableRSS(ctx, pid)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	r.emptyRSS = res.last.total
 	fmt.Printf("  started: %s\n", res.describe())
@@ -394,7 +385,7 @@ func runTenantSide(ctx context.Context, s tenantSide, root string, world *tenant
 		streams[i] = js
 		return nil
 	}); err != nil {
-		return fail(err)
+		return err
 	}
 	r.clients = n
 	if r.createT, err = phase("created streams", func(i int) error {
@@ -407,7 +398,7 @@ func runTenantSide(ctx context.Context, s tenantSide, root string, world *tenant
 		}
 		return nil
 	}); err != nil {
-		return fail(err)
+		return err
 	}
 	payload := bytes.Repeat([]byte("x"), 128)
 	if r.publishT, err = phase("filled streams", func(i int) error {
@@ -424,17 +415,17 @@ func runTenantSide(ctx context.Context, s tenantSide, root string, world *tenant
 		}
 		return nil
 	}); err != nil {
-		return fail(err)
+		return err
 	}
 
 	if res, err = waitStableRSS(ctx, pid); err != nil {
-		return fail(err)
+		return err
 	}
 	r.idleRSS, r.idleStable = res.last.total, res.stable
 	fmt.Printf("  idle:    %s\n", res.describe())
 	for _, nc := range conns {
 		if nc.Status() != nats.CONNECTED {
-			return fail(fmt.Errorf("client %s is %v after idling", nc.Opts.Name, nc.Status()))
+			return fmt.Errorf("client %s is %v after idling", nc.Opts.Name, nc.Status())
 		}
 	}
 	r.conns, r.accounts, r.streams = monitorCounts(ctx, srv.monitor)
@@ -448,9 +439,9 @@ func runTenantSide(ctx context.Context, s tenantSide, root string, world *tenant
 		}
 	}
 	if !srv.alive() {
-		return fail(fmt.Errorf("server exited: %v", srv.waitErr))
+		return fmt.Errorf("server exited: %v", srv.waitErr)
 	}
-	return r
+	return nil
 }
 
 // parallel runs do(0..n-1) on up to workers goroutines and returns the
@@ -509,8 +500,9 @@ func parseStatusKiB(status []byte, field string) (int64, error) {
 }
 
 // procRSS is a process's resident set in KiB: total, anonymous (heap,
-// stacks) and file-backed (mostly the binary's text).
-type procRSS struct{ total, anon, file int64 }
+// stacks), file-backed (mostly the binary's text), and the peak of the
+// total so far (VmHWM).
+type procRSS struct{ total, anon, file, peak int64 }
 
 // readRSS reads pid's resident set from /proc/<pid>/status.
 func readRSS(pid int) (procRSS, error) {
@@ -524,6 +516,7 @@ func readRSS(pid int) (procRSS, error) {
 	}
 	r.anon, _ = parseStatusKiB(b, "RssAnon") // since Linux 4.5; 0 if absent
 	r.file, _ = parseStatusKiB(b, "RssFile")
+	r.peak, _ = parseStatusKiB(b, "VmHWM")
 	return r, nil
 }
 
@@ -734,28 +727,9 @@ func printTenantTable(out io.Writer, results []*tenantResult, n int) {
 			ratio(float64(c.emptyRSS), float64(s.emptyRSS)), ratio(float64(c.idleRSS), float64(s.idleRSS)),
 			ratio(c.perAccountKiB(n), s.perAccountKiB(n))})
 	}
-	widths := make([]int, len(header))
-	for _, row := range rows {
-		for i, cell := range row {
-			widths[i] = max(widths[i], len(cell))
-		}
-	}
 	fmt.Fprintf(out, "\n%d accounts, 1 connection, 1 file stream and %d messages each; ratio = contrail / nats-server (lower is better for contrail)\n", n, tenantMsgs)
 	fmt.Fprintf(out, "accounts/connections/streams as the server's /jsz and /varz report them; RSS/account = (idle - empty) / accounts\n\n")
-	for _, row := range rows {
-		var b strings.Builder
-		for i, cell := range row {
-			if i > 0 {
-				b.WriteString("   ")
-			}
-			if i == 0 {
-				fmt.Fprintf(&b, "%-*s", widths[i], cell)
-			} else {
-				fmt.Fprintf(&b, "%*s", widths[i], cell)
-			}
-		}
-		fmt.Fprintln(out, strings.TrimRight(b.String(), " "))
-	}
+	writeTable(out, rows, 1)
 	for _, r := range results {
 		if r.failed == nil && !r.idleStable {
 			fmt.Fprintf(out, "* %s: RSS did not settle within %s; the last sample is shown\n", r.side, rssBound)

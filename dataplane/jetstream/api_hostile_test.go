@@ -278,15 +278,7 @@ func TestMaxAckPendingUnderAccountLimit(t *testing.T) {
 // consumer as it was.
 func TestConsumerWritesReportStoreFailures(t *testing.T) {
 	var failing atomic.Bool
-	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if failing.Load() {
-			switch op.Kind {
-			case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
-				return errorfs.ErrInjected
-			}
-		}
-		return nil
-	}))
+	fs := errorfs.Wrap(vfs.NewMem(), failSyncs(&failing))
 	_, acc, _ := openEngine(t, fs)
 	createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s"}})
 	create := func(desc string) api.ConsumerInfoResponse {

@@ -82,15 +82,7 @@ func TestCrashKeepsAckedPublishes(t *testing.T) {
 // acknowledged on a store that lost writes.
 func TestFailedSyncFailsPublish(t *testing.T) {
 	var failing atomic.Bool
-	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if failing.Load() {
-			switch op.Kind {
-			case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
-				return errorfs.ErrInjected
-			}
-		}
-		return nil
-	}))
+	fs := errorfs.Wrap(vfs.NewMem(), failSyncs(&failing))
 	_, acc, _ := openEngine(t, fs)
 	createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s"}})
 	if ack := publish(t, acc, "s", nil, []byte("ok")); ack.Error != nil || ack.Sequence != 1 {
@@ -522,6 +514,19 @@ func apiMsgGet(t *testing.T, acc *fakeAccount, stream string, req api.MsgGetRequ
 		return api.StoredMsg{}, false
 	}
 	return *r.Message, true
+}
+
+// failSyncs fails every sync of any file while failing is set.
+func failSyncs(failing *atomic.Bool) errorfs.Injector {
+	return errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch op.Kind {
+		case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
+			if failing.Load() {
+				return errorfs.ErrInjected
+			}
+		}
+		return nil
+	})
 }
 
 // walSyncs reports every sync of a WAL file on synced (without blocking),

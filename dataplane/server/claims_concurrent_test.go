@@ -14,9 +14,7 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 
-	"github.com/contrail/contrail/dataplane/config"
 	"github.com/contrail/contrail/dataplane/resolver"
-	"github.com/contrail/contrail/tenant"
 )
 
 // signAccountAt signs claims with the operator as issued at iat
@@ -44,30 +42,12 @@ func signAccountAt(t testing.TB, op nkeys.KeyPair, ac *jwt.AccountClaims, iat in
 // racing each other, in any order, leave the newest in use and on disk,
 // for a loaded account and for one not loaded.
 func TestConcurrentClaimUpdatesKeepNewest(t *testing.T) {
-	op, _ := nkeys.CreateOperator()
-	opPub, _ := op.PublicKey()
-	opJWT, err := jwt.NewOperatorClaims(opPub).Encode(op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	trust, err := tenant.NewTrust([]byte(opJWT))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	res, err := resolver.New(resolver.Options{Dir: dir, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := config.Default()
-	opts.Host, opts.Port = "127.0.0.1", -1
-	s, err := New(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetOperatorMode(OperatorMode{Trust: trust, Resolver: res}); err != nil {
-		t.Fatal(err)
-	}
+	op, s := newOperatorServer(t, res)
 	const n = 24
 	for _, loaded := range []bool{true, false} {
 		t.Run(fmt.Sprintf("loaded=%v", loaded), func(t *testing.T) {

@@ -47,6 +47,16 @@ func (w *linkWorld) AccountReady(acc *Account) {
 func (w *linkWorld) AccountGone(*Account) {}
 
 func newLinkWorld(t testing.TB) *linkWorld {
+	w := &linkWorld{t: t, memResolver: newMemResolver()}
+	w.op, w.srv = newOperatorServer(t, w)
+	w.srv.SetAccountHooks(w)
+	return w
+}
+
+// newOperatorServer makes an operator and a server (not listening) in
+// operator mode that trusts it and looks accounts up in res.
+func newOperatorServer(t testing.TB, res Resolver) (nkeys.KeyPair, *Server) {
+	t.Helper()
 	op, _ := nkeys.CreateOperator()
 	opPub, _ := op.PublicKey()
 	opJWT, err := jwt.NewOperatorClaims(opPub).Encode(op)
@@ -63,12 +73,10 @@ func newLinkWorld(t testing.TB) *linkWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &linkWorld{t: t, op: op, srv: s, memResolver: newMemResolver()}
-	if err := s.SetOperatorMode(OperatorMode{Trust: trust, Resolver: w}); err != nil {
+	if err := s.SetOperatorMode(OperatorMode{Trust: trust, Resolver: res}); err != nil {
 		t.Fatal(err)
 	}
-	s.SetAccountHooks(w)
-	return w
+	return op, s
 }
 
 // account makes an account and publishes its JWT on the resolver.
