@@ -65,6 +65,10 @@ func (idx *Index[S]) Stats() Stats {
 	return st
 }
 
+// node is one token position of a trie of filters, shared by Index and
+// Set: next holds the literal tokens that follow, pwc a '*', fwc a '>';
+// plain and queues are the entries of the filter spelled by the path to
+// n, so every entry at one node has the same filter.
 type node[S comparable] struct {
 	next   map[string]*node[S]
 	pwc    *node[S]
@@ -104,13 +108,7 @@ func (idx *Index[S]) Insert(filter, queue string, s S) error {
 	}
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
-	n := idx.mu.root
-	for tok, rest, more := cut(filter); ; tok, rest, more = cut(rest) {
-		n = n.child(tok, true)
-		if !more {
-			break
-		}
-	}
+	n := idx.mu.root.path(filter)
 	if queue == "" {
 		n.plain = append(n.plain, s)
 	} else {
@@ -147,6 +145,16 @@ func (idx *Index[S]) Remove(filter, queue string, s S) bool {
 	idx.pruneLocked(nodes, n, filter)
 	idx.invalidateLocked(filter)
 	return true
+}
+
+// path returns the node filter ends at below n, creating what is missing.
+func (n *node[S]) path(filter string) *node[S] {
+	for tok, rest, more := cut(filter); ; tok, rest, more = cut(rest) {
+		n = n.child(tok, true)
+		if !more {
+			return n
+		}
+	}
 }
 
 func (n *node[S]) child(tok string, create bool) *node[S] {

@@ -1,6 +1,9 @@
 package subject
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Set is a fixed set of valid filters held as a token tree, so that
 // "does any filter match this subject" and "is this filter inside
@@ -9,62 +12,74 @@ import "strings"
 // list costs one comparison per filter. Never worse than the list: a walk
 // visits each tree node at most once. A Set is immutable once built and
 // safe for concurrent use.
+//
+// The tree is the Index's trie, each filter's entry being the filter
+// itself, and OverlapsOther is the Index's overlap walk; a Set needs no
+// lock because nothing changes it after NewSet.
 type Set struct {
-	root setNode
-}
-
-// setNode is one token position; count is how many filters end here
-// (a duplicate counts twice), below how many end further down.
-type setNode struct {
-	kids         map[string]*setNode
-	count, below int
+	root node[string]
 }
 
 // NewSet builds a Set of filters, which must be valid (ValidFilterString).
 func NewSet(filters []string) *Set {
 	s := &Set{}
-	for _, f := range filters {
-		n := &s.root
-		for tok := range strings.SplitSeq(f, ".") {
-			n.below++
-			if n.kids == nil {
-				n.kids = map[string]*setNode{}
-			}
-			k := n.kids[tok]
-			if k == nil {
-				k = &setNode{}
-				n.kids[tok] = k
-			}
-			n = k
+	// One array backs every filter's entry (cap 1 each, so a duplicate's
+	// append copies out rather than overwrite a neighbour).
+	entries := slices.Clone(filters)
+	for i, f := range filters {
+		n := s.root.path(f)
+		if n.plain == nil {
+			n.plain = entries[i : i+1 : i+1]
+		} else {
+			n.plain = append(n.plain, f)
 		}
-		n.count++
 	}
 	return s
+}
+
+// others is how many entries n holds besides f's own one: all entries at
+// a node spell the same filter, so n is f's node exactly when they are f.
+func others(n *node[string], f string) int {
+	if c := len(n.plain); c > 0 && n.plain[0] == f {
+		return c - 1
+	}
+	return len(n.plain)
 }
 
 // Match reports whether some filter of the set matches the literal
 // subject, as Matches decides for one filter.
 func (s *Set) Match(literal string) bool {
-	return s.root.match(literal)
+	return matchAny(&s.root, literal)
 }
 
-func (n *setNode) match(subj string) bool {
-	if k := n.kids[">"]; k != nil && k.count > 0 {
-		return true
-	}
-	tok, rest, more := cut(subj)
-	for _, k := range [2]*setNode{n.kids[tok], n.kids["*"]} {
-		switch {
-		case k == nil:
-		case more:
-			if k.match(rest) {
-				return true
-			}
-		case k.count > 0:
+// matchAny is Match below n. It is not the overlap walk: a subject's
+// tokens are taken literally, as Matches takes them, so that a published
+// subject holding a '*' or '>' token (allowed without pedantic mode) gets
+// the answer the per-filter comparison gives.
+func matchAny(n *node[string], subj string) bool {
+	for {
+		if n.fwc != nil && len(n.fwc.plain) > 0 {
 			return true
 		}
+		tok, rest, more := cut(subj)
+		if k := n.pwc; k != nil {
+			if !more {
+				if len(k.plain) > 0 {
+					return true
+				}
+			} else if matchAny(k, rest) {
+				return true
+			}
+		}
+		k := n.next[tok]
+		if k == nil {
+			return false
+		}
+		if !more {
+			return len(k.plain) > 0
+		}
+		n, subj = k, rest
 	}
-	return false
 }
 
 // CoveredByOther reports whether another filter of the set (f's own
@@ -72,39 +87,34 @@ func (n *setNode) match(subj string) bool {
 // as SubsetOf decides it. f must be valid. Each tree node visited costs
 // one from budget; ok is false, and the answer unknown, once it runs out.
 func (s *Set) CoveredByOther(f string, budget *int) (covered, ok bool) {
-	return s.root.covers(strings.Split(f, "."), true, budget)
+	return covers(&s.root, f, strings.Split(f, "."), budget)
 }
 
-// covers walks the branches of n that can cover toks; exact says the path
-// so far spells f itself, whose own entry does not count.
-func (n *setNode) covers(toks []string, exact bool, budget *int) (covered, ok bool) {
+// covers walks the branches of n that can cover toks, the tokens of f
+// not matched yet.
+func covers(n *node[string], f string, toks []string, budget *int) (covered, ok bool) {
 	if *budget--; *budget < 0 {
 		return false, false
 	}
 	if len(toks) == 0 {
-		return n.count > 1 || (!exact && n.count > 0), true
+		return others(n, f) > 0, true
 	}
 	// A '>' covers any non-empty rest, wildcards included.
-	if k := n.kids[">"]; k != nil {
-		own := exact && len(toks) == 1 && toks[0] == ">"
-		if k.count > 1 || (!own && k.count > 0) {
-			return true, true
-		}
+	if n.fwc != nil && others(n.fwc, f) > 0 {
+		return true, true
 	}
 	tok := toks[0]
 	if tok == ">" {
 		return false, true
 	}
-	if k := n.kids[tok]; k != nil {
-		if c, ok := k.covers(toks[1:], exact, budget); c || !ok {
+	if k := n.child(tok, false); k != nil {
+		if c, ok := covers(k, f, toks[1:], budget); c || !ok {
 			return c, ok
 		}
 	}
-	if tok != "*" {
+	if tok != "*" && n.pwc != nil {
 		// A '*' covers a literal token, never the other way round.
-		if k := n.kids["*"]; k != nil {
-			return k.covers(toks[1:], false, budget)
-		}
+		return covers(n.pwc, f, toks[1:], budget)
 	}
 	return false, true
 }
@@ -114,48 +124,15 @@ func (n *setNode) covers(toks []string, exact bool, budget *int) (covered, ok bo
 // Overlaps decides it. f must be valid. Each tree node visited costs one
 // from budget; ok is false, and the answer unknown, once it runs out.
 func (s *Set) OverlapsOther(f string, budget *int) (overlaps, ok bool) {
-	return s.root.overlaps(strings.Split(f, "."), true, budget)
-}
-
-// overlaps walks the branches of n that can share a subject with toks;
-// exact says the path so far spells f itself, whose own entry does not
-// count.
-func (n *setNode) overlaps(toks []string, exact bool, budget *int) (overlaps, ok bool) {
-	if *budget--; *budget < 0 {
-		return false, false
-	}
-	self := 0 // f's own entry, where it is counted
-	if exact {
-		self = 1
-	}
-	if len(toks) == 0 {
-		return n.count-self > 0, true
-	}
-	tok := toks[0]
-	if tok == ">" {
-		// Every filter ending further down shares a subject with it.
-		return n.below-self > 0, true
-	}
-	// A '>' here shares a subject with any non-empty rest.
-	if k := n.kids[">"]; k != nil && k.count > 0 {
-		return true, true
-	}
-	if tok == "*" {
-		// Any token can share a subject with '*'.
-		for key, k := range n.kids {
-			if o, ok := k.overlaps(toks[1:], exact && key == "*", budget); o || !ok {
-				return o, ok
-			}
+	self := false
+	visited, ok := overlapping(&s.root, f, max(*budget, 0), func(g string) bool {
+		if g == f && !self {
+			self = true
+			return true
 		}
-		return false, true
-	}
-	if k := n.kids[tok]; k != nil {
-		if o, ok := k.overlaps(toks[1:], exact, budget); o || !ok {
-			return o, ok
-		}
-	}
-	if k := n.kids["*"]; k != nil {
-		return k.overlaps(toks[1:], false, budget)
-	}
-	return false, true
+		overlaps = true
+		return false
+	})
+	*budget -= visited
+	return overlaps, ok
 }

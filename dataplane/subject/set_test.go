@@ -117,3 +117,79 @@ func TestSetOverlapsAgreesWithOverlaps(t *testing.T) {
 		}
 	}
 }
+
+// TestSetMatchTakesTokensLiterally: a subject published with a wildcard
+// token (allowed without pedantic mode) gets the answer Matches gives,
+// not the overlap answer.
+func TestSetMatchTakesTokensLiterally(t *testing.T) {
+	for _, c := range []struct {
+		filter, subj string
+	}{
+		{"a.b", "a.*"}, {"a.*", "a.*"}, {"a.b.c", "a.>"}, {"a.*", "a.>"},
+		{"a.>", "a.*"}, {"a.b", "*.b"}, {"*.b", "*.b"}, {">", "*"},
+	} {
+		if got, want := NewSet([]string{c.filter}).Match(c.subj), Matches(c.filter, c.subj); got != want {
+			t.Errorf("filter %q, subject %q: Set.Match %v, Matches %v", c.filter, c.subj, got, want)
+		}
+	}
+}
+
+// TestSetOverlapsOtherBudget: a set crafted so a lookup fans out over
+// every wildcard path runs out of budget and says so, and what each
+// lookup visits is taken from the budget callers share.
+func TestSetOverlapsOtherBudget(t *testing.T) {
+	// Every prefix in {x,*}^12, each ending in its own last token: a
+	// literal lookup walks all 2^12 prefixes and overlaps nothing.
+	const depth = 12
+	var filters []string
+	for m := range 1 << depth {
+		toks := make([]string, depth+1)
+		for k := range depth {
+			toks[k] = "x"
+			if m>>k&1 == 1 {
+				toks[k] = "*"
+			}
+		}
+		toks[depth] = fmt.Sprint("e", m)
+		filters = append(filters, strings.Join(toks, "."))
+	}
+	set := NewSet(filters)
+	budget := 1000
+	if _, ok := set.OverlapsOther(filters[0], &budget); ok || budget >= 0 {
+		t.Fatalf("crafted set within a budget of 1000: ok %v, budget left %d", ok, budget)
+	}
+	budget = 1 << 20
+	if overlaps, ok := set.OverlapsOther(filters[0], &budget); !ok || overlaps {
+		t.Fatalf("crafted set: overlaps %v, ok %v", overlaps, ok)
+	}
+	if spent := 1<<20 - budget; spent < 1<<depth {
+		t.Fatalf("a walk over %d prefixes cost %d", 1<<depth, spent)
+	}
+}
+
+// BenchmarkSetOverlapsOther20000 is a stream's own subject check of
+// 20,000 literal subjects.
+func BenchmarkSetOverlapsOther20000(b *testing.B) {
+	filters := make([]string, 20_000)
+	for i := range filters {
+		filters[i] = fmt.Sprintf("m.%d", i)
+	}
+	set := NewSet(filters)
+	for b.Loop() {
+		for _, f := range filters {
+			budget := 1 << 20
+			set.OverlapsOther(f, &budget)
+		}
+	}
+}
+
+// BenchmarkNewSet20000 is building the set of 20,000 literal filters.
+func BenchmarkNewSet20000(b *testing.B) {
+	filters := make([]string, 20_000)
+	for i := range filters {
+		filters[i] = fmt.Sprintf("m.%d", i)
+	}
+	for b.Loop() {
+		NewSet(filters)
+	}
+}
