@@ -317,8 +317,11 @@ func (c *consumer) peekLocked(pass *passBudget) (m store.Message, redelivery, ok
 		c.advanceAckFloorLocked()
 	}
 	for len(c.mu.lps) > 0 {
+		// The sequences came from the subject index when the consumer
+		// was made; one that no longer holds a message on the
+		// consumer's subjects is owed nothing.
 		m, err := c.s.ap.st.LoadMsg(c.s.id, c.mu.lps[0])
-		if err == nil {
+		if err == nil && c.matches(m.Subject) {
 			return m, false, true, false
 		}
 		c.mu.lps = c.mu.lps[1:]
