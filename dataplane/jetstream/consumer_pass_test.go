@@ -11,7 +11,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
-	"github.com/contrail/contrail/dataplane/store"
 )
 
 // consumerOf finds a consumer of account acc's stream.
@@ -180,15 +179,8 @@ func TestNoWaitOverALongMiss(t *testing.T) {
 		{"large", 100, 64 << 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := store.Open(store.Options{Dir: "js", FS: vfs.NewMem()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The run is queued at once, without waiting for acks (the
-			// fake's publishers are never paced): let all of it in.
-			e, acc, _ := engineOn(t, st, func(o *Options) {
-				o.MaxBufferedMsgs, o.NodeMaxBufferedMsgs = 1<<20, 1<<20
-			})
+			// The run is queued at once, without waiting for acks.
+			e, acc, _ := openEngine(t, vfs.NewMem(), unpacedIngest)
 			createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
 			body := bytes.Repeat([]byte("z"), tc.size)
 			for range tc.n {

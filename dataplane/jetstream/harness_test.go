@@ -114,14 +114,23 @@ func (a *fakeAccount) apiCall(t testing.TB, subj string, req, out any) {
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// openEngine starts an engine whose file store is a Pebble DB on fs.
-func openEngine(t testing.TB, fs vfs.FS) (*Engine, *fakeAccount, func()) {
+// openEngine starts an engine whose file store is a Pebble DB on fs; opts
+// are as for engineOn.
+func openEngine(t testing.TB, fs vfs.FS, opts ...func(*Options)) (*Engine, *fakeAccount, func()) {
 	t.Helper()
 	st, err := store.Open(store.Options{Dir: "js", FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return engineOn(t, st)
+	return engineOn(t, st, opts...)
+}
+
+// unpacedIngest lifts the ingest bounds for tests that queue a long run
+// of publishes at once: the fake account's publishers are never paced,
+// so past the bounds their publishes would be refused.
+func unpacedIngest(o *Options) {
+	o.MaxBufferedMsgs, o.NodeMaxBufferedMsgs = 1<<30, 1<<30
+	o.MaxBufferedSize, o.NodeMaxBufferedSize = 1<<40, 1<<40
 }
 
 // engineOn starts an engine on st; opts adjust its Options (a clock, a

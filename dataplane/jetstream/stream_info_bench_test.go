@@ -16,7 +16,7 @@ import (
 // filter naming one subject.
 func BenchmarkStreamInfo(b *testing.B) {
 	const msgs, subjects = 300_000, 30_000
-	e, acc, _ := openEngine(b, vfs.NewMem())
+	e, acc, _ := openEngine(b, vfs.NewMem(), unpacedIngest)
 	createStream(b, acc, api.StreamConfig{Name: "BIG", Subjects: []string{"big.>"}})
 	for i := range msgs {
 		// No reply: the capture path queues without waiting, so the
