@@ -154,10 +154,7 @@ var apiRoutes = map[string]apiRoute{
 // nats-server checks the account first.
 func (a *jsAccount) serve(req apiRequest) {
 	defer a.guard(req)
-	op := strings.TrimPrefix(req.subject, "$JS.API.")
-	if d := a.e.opts.Domain; d != "" {
-		op = strings.TrimPrefix(op, "$JS."+d+".API.")
-	}
+	op := a.apiOpName(req.subject)
 	if strings.HasPrefix(op, "DIRECT.GET.") {
 		// Direct gets are answered by the stream, not the API: nats-server
 		// leaves them out of the account's API stats.
@@ -168,31 +165,34 @@ func (a *jsAccount) serve(req apiRequest) {
 		a.directGet(req, strings.TrimPrefix(op, "DIRECT.GET."))
 		return
 	}
-	route, name := op, ""
-	for {
+	r, name, ok := routeOf(op)
+	if !ok {
+		a.reply(req.reply, &api.Response{Type: api.TypeSystemResponse, Error: api.NewBadRequestError()})
+		return
+	}
+	if !a.enabled.Load() {
+		a.refuseNotEnabled(req, r)
+		return
+	}
+	if resp := r.serve(a, req, name); resp != nil {
+		a.reply(req.reply, resp)
+	}
+}
+
+// routeOf finds the route serving op (the subject after the API prefix):
+// the longest leading run of tokens naming one in apiRoutes; name is the
+// rest of op after it (a stream name, possibly followed by more tokens).
+func routeOf(op string) (r apiRoute, name string, ok bool) {
+	for route := op; ; {
 		if r, ok := apiRoutes[route]; ok {
-			if !a.enabled.Load() {
-				a.refuseNotEnabled(req, r)
-				return
-			}
-			resp := r.serve(a, req, name)
-			if resp != nil {
-				a.reply(req.reply, resp)
-			}
-			return
+			return r, strings.TrimPrefix(op[len(route):], "."), true
 		}
 		i := strings.LastIndexByte(route, '.')
 		if i < 0 {
-			break
-		}
-		if name == "" {
-			name = route[i+1:]
-		} else {
-			name = route[i+1:] + "." + name
+			return apiRoute{}, "", false
 		}
 		route = route[:i]
 	}
-	a.reply(req.reply, &api.Response{Type: api.TypeSystemResponse, Error: api.NewBadRequestError()})
 }
 
 // apiOpName strips the API prefix (plain or domain) from subject, as

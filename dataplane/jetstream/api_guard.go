@@ -3,7 +3,6 @@ package jetstream
 import (
 	"errors"
 	"runtime/debug"
-	"strings"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
 )
@@ -50,7 +49,7 @@ func (a *jsAccount) guard(req apiRequest) {
 		return
 	}
 	aerr := api.NewStreamGeneralError(errInternal)
-	if r, ok := routeOf(a.apiOpOf(req.subject)); ok && r.fail != nil {
+	if r, _, ok := routeOf(a.apiOpName(req.subject)); ok && r.fail != nil {
 		a.reply(req.reply, statsAs{resp: r.fail(aerr), counted: true, failed: true})
 		return
 	}
@@ -64,29 +63,5 @@ func (a *jsAccount) answerStatus(req apiRequest, status []byte) {
 	a.apiErrors.Add(1)
 	if req.reply != "" {
 		a.acc.Publish(req.reply, "", status, nil)
-	}
-}
-
-// apiOpOf strips the API prefix (plain or the domain's) from subject.
-func (a *jsAccount) apiOpOf(subject string) string {
-	op := strings.TrimPrefix(subject, "$JS.API.")
-	if d := a.e.opts.Domain; d != "" {
-		op = strings.TrimPrefix(op, "$JS."+d+".API.")
-	}
-	return op
-}
-
-// routeOf finds the route serving op (the subject after the API prefix):
-// the longest leading run of tokens naming one in apiRoutes.
-func routeOf(op string) (apiRoute, bool) {
-	for route := op; ; {
-		if r, ok := apiRoutes[route]; ok {
-			return r, true
-		}
-		i := strings.LastIndexByte(route, '.')
-		if i < 0 {
-			return apiRoute{}, false
-		}
-		route = route[:i]
 	}
 }
