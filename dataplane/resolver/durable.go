@@ -39,14 +39,17 @@ func writeFileAtomic(fs vfs.FS, path, tmp string, data []byte) error {
 		fs.Remove(tmp)
 		return fmt.Errorf("store %s: %w", fs.PathBase(path), err)
 	}
-	return renameDurable(fs, tmp, path)
+	if err := renameDurable(fs, tmp, path); err != nil {
+		fs.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // renameDurable renames oldpath to newpath (in one directory) and syncs
 // the directory.
 func renameDurable(fs vfs.FS, oldpath, newpath string) error {
 	if err := fs.Rename(oldpath, newpath); err != nil {
-		fs.Remove(oldpath)
 		return fmt.Errorf("rename %s: %w", fs.PathBase(oldpath), err)
 	}
 	return syncDir(fs, fs.PathDir(newpath))

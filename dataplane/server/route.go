@@ -171,8 +171,10 @@ func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 	o.mu.queued = true
 	stall := o.stallLocked(mpend)
 	o.mu.Unlock()
-	if stall != nil {
-		s.stall, s.drain = stall, false
+	if stall != nil && !s.drain {
+		// A stream's queued work outranks a subscriber's brief stall:
+		// the sender keeps waiting for it to drain.
+		s.stall = stall
 	}
 
 	dst.outMsgs.Add(1)

@@ -213,8 +213,8 @@ func (e *pebbleEngine) newCursor() (cursor, error) {
 	return &pebbleCursor{e: e, it: it}, nil
 }
 
-// pebbleCursor answers gets and forward scans by seeking one unbounded
-// iterator, so the blocks it has loaded serve the next read.
+// pebbleCursor answers gets and scans, forward and reverse, by seeking one
+// unbounded iterator, so the blocks it has loaded serve the next read.
 type pebbleCursor struct {
 	e  *pebbleEngine
 	it *pebble.Iterator
@@ -235,10 +235,19 @@ func (c *pebbleCursor) get(key []byte, fn func(v []byte) error) error {
 }
 
 func (c *pebbleCursor) scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
-	if reverse {
-		return c.e.scan(lower, upper, reverse, fn)
+	var ok bool
+	switch {
+	case !reverse:
+		ok = c.it.SeekGE(lower)
+	case upper == nil:
+		ok = c.it.Last()
+	default:
+		ok = c.it.SeekLT(upper)
 	}
-	for ok := c.it.SeekGE(lower); ok && (upper == nil || bytes.Compare(c.it.Key(), upper) < 0); ok = c.it.Next() {
+	inRange := func(k []byte) bool {
+		return bytes.Compare(k, lower) >= 0 && (upper == nil || bytes.Compare(k, upper) < 0)
+	}
+	for ; ok && inRange(c.it.Key()); ok = step(c.it, reverse) {
 		v, err := c.it.ValueAndErr()
 		if err != nil {
 			return fmt.Errorf("store: pebble value %s: %w", describeKey(c.it.Key()), err)

@@ -1,12 +1,11 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 )
 
 // Recovery reads what start-up needs of each stream besides its catalog
-// records: consumers, recent dedup entries, the last message, TTL
+// records: consumers, recent dedup entries, the newest message, TTL
 // entries. Its reads share one iterator, so reading stream after stream in
 // ascending ID order (and each stream's records in key order: message,
 // TTL, dedup, consumers) positions that iterator forward instead of
@@ -40,15 +39,6 @@ func (r *Recovery) Close() error {
 		return fmt.Errorf("store: recovery: %w", err)
 	}
 	return nil
-}
-
-// LoadMsg is Store.LoadMsg.
-func (r *Recovery) LoadMsg(stream, seq uint64) (Message, error) {
-	m, err := loadMsg(r.cur, stream, seq)
-	if errors.Is(err, errKeyNotFound) {
-		return Message{}, notFound("stream %d message %d", stream, seq)
-	}
-	return m, err
 }
 
 // NewestMsg is Store.NewestMsg.

@@ -187,8 +187,7 @@ func (s *Store) PrevSubjectSeq(stream uint64, subj string, before uint64) (seq u
 			return false, err
 		}
 		cand := binary.BigEndian.Uint64(k[len(k)-8:])
-		var kb [18]byte
-		switch err := s.eng.get(msgKey(kb[:0], stream, cand), func([]byte) error { return nil }); {
+		switch _, err := s.loadMsgOn(stream, cand, subj); {
 		case errors.Is(err, errKeyNotFound):
 			return true, nil // stale entry
 		case err != nil:
