@@ -37,16 +37,9 @@ func firstBadFilter(filters []string) *Error {
 // firstBadFilterWithin is firstBadFilter visiting at most budget set
 // nodes.
 func firstBadFilterWithin(filters []string, budget int) *Error {
-	valid := make([]bool, len(filters))
-	var ok []string
-	for i, f := range filters {
-		if valid[i] = validSubject(f); valid[i] {
-			ok = append(ok, f)
-		}
-	}
-	set := subject.NewSet(ok)
-	for i, f := range filters {
-		if !valid[i] {
+	set := subject.NewSet(validSubjects(filters))
+	for _, f := range filters {
+		if !validSubject(f) {
 			return NewStreamInvalidConfigError(errBadSubject)
 		}
 		covered, within := set.CoveredByOther(f, &budget)
