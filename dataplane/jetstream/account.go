@@ -433,10 +433,10 @@ func (a *jsAccount) reserveStream(cfg *api.StreamConfig) (s *stream, fresh bool,
 	if err := a.checkStreamLimits(cfg, nil); err != nil {
 		return nil, false, nil, err
 	}
-	if err := a.e.checkReservation(cfg, 0); err != nil {
+	s = newStream(a.e, a.e.applierFor(cfg), a.e.newStreamID(), cfg, a.e.opts.Now().UTC())
+	if err := a.e.reserve(s, cfg); err != nil {
 		return nil, false, nil, err
 	}
-	s = newStream(a.e, a.e.applierFor(cfg), a.e.newStreamID(), cfg, a.e.opts.Now().UTC())
 	s.ledger = a.ledger
 	s.mu.Lock()
 	if cfg.FirstSeq > 1 {
@@ -445,7 +445,6 @@ func (a *jsAccount) reserveStream(cfg *api.StreamConfig) (s *stream, fresh bool,
 	// Counted now, not when applied: the next create's checks must see it.
 	s.commitLocked(+1)
 	s.mu.Unlock()
-	a.e.track(s)
 	a.mu.Lock()
 	a.mu.streams.reserve(s, cfg)
 	a.mu.Unlock()

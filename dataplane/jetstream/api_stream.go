@@ -141,13 +141,13 @@ func (a *jsAccount) streamUpdate(req apiRequest, name string) any {
 	if err := a.checkStreamLimits(next, s); err != nil {
 		return streamErr(typ, err)
 	}
-	if err := a.e.checkReservation(next, max(s.config().MaxBytes, 0)); err != nil {
+	if err := a.e.reserve(s, next); err != nil {
 		return streamErr(typ, err)
 	}
 	if r := s.ap.apply(&proposal{s: s, acct: a, kind: propUpdate, cfg: next}); r.err != nil {
+		a.e.track(s) // back to the claim of the config still in force
 		return streamErr(typ, api.Prefer(r.err, api.NewStreamUpdateError(r.err)))
 	}
-	a.e.track(s)
 	s.detach()
 	if err := a.attach(s); err != nil {
 		return streamErr(typ, api.NewStreamUpdateError(err))

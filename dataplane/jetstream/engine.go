@@ -90,14 +90,13 @@ type Engine struct {
 	mu struct {
 		sync.Mutex
 		accounts map[string]*jsAccount // by account name
-		byID     map[uint64]*stream    // every stream of the node
 		nextID   uint64
 		// reserved is, by store, the max_bytes the node's streams reserve
 		// and claims each stream's share of it, by id: a create checks
 		// the server's limit without visiting every stream.
 		//
 		// Invariant: reserved[ap] is the sum of claims[id] over the
-		// streams of byID stored by ap.
+		// node's streams stored by ap.
 		reserved map[*applier]int64
 		claims   map[uint64]int64
 		// held holds, by account name, the streams of accounts that are
@@ -133,7 +132,6 @@ func New(opts Options) (*Engine, error) {
 	}
 	e := &Engine{opts: opts, log: opts.Log, apiSched: newAPIScheduler(defaultAPILimits(), func(req apiRequest) { req.a.serve(req) })}
 	e.mu.accounts = map[string]*jsAccount{}
-	e.mu.byID = map[uint64]*stream{}
 	e.mu.reserved = map[*applier]int64{}
 	e.mu.claims = map[uint64]int64{}
 	e.mu.held = map[string][]*stream{}
@@ -384,7 +382,6 @@ func (e *Engine) track(s *stream) {
 
 // trackLocked is track with e.mu held and s's config read already.
 func (e *Engine) trackLocked(s *stream, cfg *api.StreamConfig) {
-	e.mu.byID[s.id] = s
 	claim := max(cfg.MaxBytes, 0)
 	e.mu.reserved[s.ap] += claim - e.mu.claims[s.id]
 	e.mu.claims[s.id] = claim
@@ -394,30 +391,26 @@ func (e *Engine) trackLocked(s *stream, cfg *api.StreamConfig) {
 func (e *Engine) untrack(s *stream) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	delete(e.mu.byID, s.id)
 	e.mu.reserved[s.ap] -= e.mu.claims[s.id]
 	delete(e.mu.claims, s.id)
 }
 
-// reserved is the max_bytes the streams of one store have claimed.
-func (e *Engine) reserved(ap *applier) int64 {
+// reserve claims cfg's max_bytes for s against the server's limit and
+// refuses a stream whose max_bytes the server cannot guarantee, as
+// nats-server does: max_bytes is reserved up front. The check and the
+// claim are one step under e.mu, so creates and updates in different
+// accounts cannot both pass on the same room. s's earlier claim (an
+// update's) is replaced.
+func (e *Engine) reserve(s *stream, cfg *api.StreamConfig) *api.Error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.mu.reserved[ap]
-}
-
-// checkReservation refuses a stream whose max_bytes the server cannot
-// guarantee, as nats-server does: max_bytes is reserved up front.
-func (e *Engine) checkReservation(cfg *api.StreamConfig, old int64) *api.Error {
-	ap := e.applierFor(cfg)
-	if cfg.MaxBytes <= 0 || ap.max <= 0 {
-		return nil
-	}
-	if e.reserved(ap)-old+cfg.MaxBytes > ap.max {
+	ap := s.ap
+	if cfg.MaxBytes > 0 && ap.max > 0 && e.mu.reserved[ap]-e.mu.claims[s.id]+cfg.MaxBytes > ap.max {
 		if ap == e.memory {
 			return api.NewMemoryResourcesExceededError()
 		}
 		return api.NewStorageResourcesExceededError()
 	}
+	e.trackLocked(s, cfg)
 	return nil
 }

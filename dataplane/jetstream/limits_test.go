@@ -771,3 +771,38 @@ func TestDisableKeepsInterestRetention(t *testing.T) {
 		t.Fatalf("after both acked %+v: want the message gone", st)
 	}
 }
+
+// TestServerReservationAcrossAccounts: creates racing in two accounts
+// cannot both claim the server's last room (max_file_store): the check
+// and the claim are one step.
+func TestServerReservationAcrossAccounts(t *testing.T) {
+	e, a, _ := openEngine(t, vfs.NewMem(), func(o *Options) { o.MaxFileStore = 100 })
+	b := register(t, e, "B", untiered(func(*api.AccountLimits) {}))
+	for round := range 50 {
+		codes := make([]api.ErrorCode, 2)
+		var wg sync.WaitGroup
+		for i, acc := range []*fakeAccount{a, b} {
+			wg.Go(func() {
+				codes[i] = createCode(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s"}, MaxBytes: 60})
+			})
+		}
+		wg.Wait()
+		ok := 0
+		for i, c := range codes {
+			switch c {
+			case 0:
+				ok++
+				acc := []*fakeAccount{a, b}[i]
+				if c := errCode(t, acc, "$JS.API.STREAM.DELETE.S", nil, api.TypeStreamDeleteResponse); c != 0 {
+					t.Fatalf("round %d: delete: err_code %d", round, c)
+				}
+			case api.CodeStorageResourcesExceeded:
+			default:
+				t.Fatalf("round %d: create: err_code %d", round, c)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d of two 60-byte reservations fit in 100 bytes (codes %v)", round, ok, codes)
+		}
+	}
+}
