@@ -101,6 +101,7 @@ func (s *Server) signup(c echo.Context) error {
 	}
 	hash, err := s.Hasher.Hash(c.Request().Context(), req.Password)
 	if errors.Is(err, auth.ErrBusy) {
+		s.SignupThrottle.Release("ip:" + c.RealIP())
 		return hashersBusy()
 	}
 	if err != nil {
@@ -199,6 +200,7 @@ func (s *Server) login(c echo.Context) error {
 	}
 	cerr := s.Hasher.Check(c.Request().Context(), hash, req.Password)
 	if errors.Is(cerr, auth.ErrBusy) {
+		s.Throttle.Release(keys...)
 		return hashersBusy()
 	}
 	if cerr != nil || err != nil {

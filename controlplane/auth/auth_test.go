@@ -133,6 +133,52 @@ func TestThrottleBoundsKeys(t *testing.T) {
 	}
 }
 
+// TestThrottleKeepsWaitingKeys: a flood of invented keys makes room by
+// forgetting idle keys, never a key that is still made to wait, so it
+// cannot reset the throttle on the key being guessed.
+func TestThrottleKeepsWaitingKeys(t *testing.T) {
+	th := NewThrottle()
+	th.MaxKeys = 100
+	now := time.Unix(0, 0)
+	for range th.Free + 1 {
+		th.Attempt(now, "email:victim")
+	}
+	for i := range 1000 { // well within the victim's one-second wait
+		now = now.Add(100 * time.Microsecond)
+		th.Attempt(now, fmt.Sprintf("email:k%d", i))
+	}
+	if w := th.Attempt(now, "email:victim"); w == 0 {
+		t.Fatal("the flood of other keys let the throttled key try again at once")
+	}
+}
+
+// TestThrottleRelease: an attempt given back (never checked) does not
+// count towards the allowance or the delay.
+func TestThrottleRelease(t *testing.T) {
+	th := NewThrottle()
+	now := time.Unix(0, 0)
+	for range th.Free - 1 {
+		th.Attempt(now, "a")
+	}
+	for range 10 {
+		if w := th.Attempt(now, "a"); w != 0 {
+			t.Fatalf("last free attempt refused: %v", w)
+		}
+		th.Release("a")
+	}
+	if w := th.Attempt(now, "a"); w != 0 {
+		t.Fatalf("released attempts counted: wait %v", w)
+	}
+	if w := th.Attempt(now, "a"); w != time.Second {
+		t.Fatalf("after the allowance wait %v, want 1s", w)
+	}
+	th.Release("a")
+	if w := th.Attempt(now, "a"); w != 0 {
+		t.Fatalf("a released attempt past the allowance still makes the key wait %v", w)
+	}
+	th.Release("unknown") // nothing reserved: nothing happens
+}
+
 // TestHasherBudget: no more hashes run at once than the budget holds,
 // and a request that finds no room in time gets ErrBusy.
 func TestHasherBudget(t *testing.T) {

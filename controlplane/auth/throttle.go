@@ -102,17 +102,42 @@ func (t *Throttle) Attempt(now time.Time, keys ...string) time.Duration {
 		}
 		e.attempts++
 		e.last = now
-		// After the Free-th attempt the next one waits BaseDelay, then
-		// twice that, and so on.
-		if over := e.attempts - t.free(k); over >= 0 {
-			d := t.BaseDelay << min(over, 30)
-			if d > t.MaxDelay || d <= 0 {
-				d = t.MaxDelay
-			}
-			e.until = now.Add(d)
-		}
+		t.setUntilLocked(k, e)
 	}
 	return 0
+}
+
+// setUntilLocked sets when e's key may next try, from its attempts since
+// its last one: after the Free-th attempt the next one waits BaseDelay,
+// then twice that, and so on up to MaxDelay.
+func (t *Throttle) setUntilLocked(key string, e *throttleEntry) {
+	e.until = time.Time{}
+	if over := e.attempts - t.free(key); over >= 0 {
+		d := t.BaseDelay << min(over, 30)
+		if d > t.MaxDelay || d <= 0 {
+			d = t.MaxDelay
+		}
+		e.until = e.last.Add(d)
+	}
+}
+
+// Release gives back an attempt Attempt reserved for the keys that was
+// never checked (the server was too busy to hash the password), so a
+// busy server does not count against the people it turned away.
+func (t *Throttle) Release(keys ...string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, k := range keys {
+		e := t.entries[k]
+		if e == nil {
+			continue
+		}
+		if e.attempts--; e.attempts <= 0 {
+			delete(t.entries, k)
+			continue
+		}
+		t.setUntilLocked(k, e)
+	}
 }
 
 // Succeed clears the keys: a right password ends the throttling.
@@ -131,7 +156,9 @@ func (t *Throttle) staleLocked(e *throttleEntry, now time.Time) bool {
 
 // makeRoomLocked keeps the map under MaxKeys before a key is added:
 // stale entries go first, then, if that is not enough, the eighth idle
-// the longest (in one sort, so a flood of new keys costs O(log n) each).
+// the longest (in one sort, so a flood of new keys costs O(log n) each),
+// keys still made to wait last: a flood of invented keys must not make
+// room by forgetting the key it is guessing for.
 func (t *Throttle) makeRoomLocked(now time.Time) {
 	if t.MaxKeys <= 0 || len(t.entries) < t.MaxKeys {
 		return
@@ -148,7 +175,16 @@ func (t *Throttle) makeRoomLocked(now time.Time) {
 	for k := range t.entries {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b string) int { return t.entries[a].last.Compare(t.entries[b].last) })
+	slices.SortFunc(keys, func(a, b string) int {
+		ea, eb := t.entries[a], t.entries[b]
+		if wa, wb := ea.until.After(now), eb.until.After(now); wa != wb {
+			if wa {
+				return 1
+			}
+			return -1
+		}
+		return ea.last.Compare(eb.last)
+	})
 	for _, k := range keys[:len(keys)/8+1] {
 		delete(t.entries, k)
 	}
