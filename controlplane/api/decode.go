@@ -43,14 +43,11 @@ func decode(c echo.Context, v any) error {
 	if err := checkJSON(body); err != nil {
 		return err
 	}
-	var raw any
+	var raw any // an object: checkJSON refused anything else
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber() // a number too large for float64 is still JSON
 	if err := dec.Decode(&raw); err != nil {
 		return invalid("body", "not valid JSON: "+err.Error())
-	}
-	if _, ok := raw.(map[string]any); !ok {
-		return invalid("body", "must be a JSON object")
 	}
 	if field := unknownField(raw, reflect.TypeOf(v), ""); field != "" {
 		return invalid(field, "unknown field")

@@ -306,7 +306,7 @@ func (r *Resolver) store(account, token string) (string, error) {
 	l.Lock()
 	defer l.Unlock()
 	old, known := r.stored(account)
-	if known && issuedAt(old) > issuedAt(token) {
+	if known && old != token && issuedAt(old) > issuedAt(token) {
 		return old, fmt.Errorf("account %s: %w", account, ErrStale)
 	}
 	if r.limit > 0 && !known && len(r.Stored()) >= r.limit {
