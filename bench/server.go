@@ -86,22 +86,32 @@ func startServer(ctx context.Context, name, bin string, args serverArgs, root st
 	if err != nil {
 		return nil, fmt.Errorf("creating log for %s: %w", name, err)
 	}
-	defer logf.Close() // the child has its own copy of the descriptor
-	s.cmd = exec.Command(bin, args(ports[0], ports[1], dataDir)...)
+	if err := s.launch(ctx, logf, bin, args(ports[0], ports[1], dataDir), 30*time.Second); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// launch runs bin with argv, its output going to logf (closed on return:
+// the child has its own copy of the descriptor), and waits until it is
+// ready (see waitReady); a server that does not become ready is stopped.
+func (s *server) launch(ctx context.Context, logf *os.File, bin string, argv []string, timeout time.Duration) error {
+	defer logf.Close()
+	s.cmd = exec.Command(bin, argv...)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	isolate(s.cmd)
 	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
+		return fmt.Errorf("starting %s (%s): %w", s.name, bin, err)
 	}
 	go func() {
 		s.waitErr = s.cmd.Wait()
 		close(s.done)
 	}()
-	if err := s.waitReady(ctx, 30*time.Second); err != nil {
+	if err := s.waitReady(ctx, timeout); err != nil {
 		s.stop()
-		return nil, fmt.Errorf("%s did not become ready: %w\n%s", name, err, s.logTail(20))
+		return fmt.Errorf("%s did not become ready: %w\n%s", s.name, err, s.logTail(20))
 	}
-	return s, nil
+	return nil
 }
 
 // waitReady polls until the server greets a client with INFO on its NATS

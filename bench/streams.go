@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -219,20 +218,8 @@ func restartServer(ctx context.Context, old *server, timeout time.Duration) (*se
 	if err != nil {
 		return nil, err
 	}
-	defer logf.Close()
-	s.cmd = exec.Command(old.cmd.Path, old.cmd.Args[1:]...)
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	isolate(s.cmd)
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s again: %w", s.name, err)
-	}
-	go func() {
-		s.waitErr = s.cmd.Wait()
-		close(s.done)
-	}()
-	if err := s.waitReady(ctx, timeout); err != nil {
-		s.stop()
-		return nil, fmt.Errorf("%s did not become ready: %w\n%s", s.name, err, s.logTail(20))
+	if err := s.launch(ctx, logf, old.cmd.Path, old.cmd.Args[1:], timeout); err != nil {
+		return nil, fmt.Errorf("starting again: %w", err)
 	}
 	return s, nil
 }
