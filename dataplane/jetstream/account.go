@@ -388,8 +388,15 @@ func (a *jsAccount) forget(s *stream) {
 // (see streamIndex): its subjects and counts hold, a create of the same
 // name waits for the outcome, and nothing else sees it yet.
 func (a *jsAccount) createStream(cfg *api.StreamConfig) (*stream, *api.Error) {
+	return a.createStreamAs(cfg, nil)
+}
+
+// createStreamAs is createStream for a stream the meta catalog assigned
+// (asg non-nil on a clustered node): it takes the assigned id, and with it
+// the partition's applier.
+func (a *jsAccount) createStreamAs(cfg *api.StreamConfig, asg *assignment) (*stream, *api.Error) {
 	for {
-		s, fresh, wait, aerr := a.reserveStream(cfg)
+		s, fresh, wait, aerr := a.reserveStream(cfg, asg)
 		switch {
 		case wait != nil:
 			<-wait
@@ -408,7 +415,7 @@ func (a *jsAccount) createStream(cfg *api.StreamConfig) (*stream, *api.Error) {
 // pass, files a new stream as pending with its commitments counted.
 // It returns the existing stream (fresh false) for a repeated create, or
 // a channel to wait on when a create of the same name is pending.
-func (a *jsAccount) reserveStream(cfg *api.StreamConfig) (s *stream, fresh bool, wait <-chan struct{}, aerr *api.Error) {
+func (a *jsAccount) reserveStream(cfg *api.StreamConfig, asg *assignment) (s *stream, fresh bool, wait <-chan struct{}, aerr *api.Error) {
 	a.create.Lock()
 	defer a.create.Unlock()
 	if !a.enabled.Load() {
@@ -433,7 +440,18 @@ func (a *jsAccount) reserveStream(cfg *api.StreamConfig) (s *stream, fresh bool,
 	if err := a.checkStreamLimits(cfg, nil); err != nil {
 		return nil, false, nil, err
 	}
-	s = newStream(a.e, a.e.applierFor(cfg), a.e.newStreamID(), cfg, a.e.opts.Now().UTC())
+	ap, id, created := a.e.applierFor(cfg), uint64(0), a.e.opts.Now().UTC()
+	if asg != nil {
+		id, created = asg.ID, asg.Created
+		if g := asg.group(); g != 0 {
+			if ap = a.e.cl.partition(g); ap == nil {
+				return nil, false, nil, errFateUnknown // leadership moved meanwhile
+			}
+		}
+	} else {
+		id = a.e.newStreamID()
+	}
+	s = newStream(a.e, ap, id, cfg, created)
 	if err := a.e.reserve(s, cfg); err != nil {
 		return nil, false, nil, err
 	}

@@ -13,10 +13,24 @@ type apiRequest struct {
 	a              *jsAccount
 	subject, reply string
 	hdr, body      []byte
+	// asg, on a clustered node, is the meta catalog's assignment of the
+	// stream a create, update or delete is for: the request reached this
+	// node from the meta log, already checked cluster-wide.
+	asg *assignment
+	// meta: this node leads the meta group and runs the request's
+	// cluster-wide checks and its meta entry (metaServe).
+	meta bool
 }
 
 // onAPI receives every request on the account's API subjects.
 func (a *jsAccount) onAPI(subject, reply, hdr, msg []byte) {
+	meta := false
+	if a.e.cl != nil {
+		var answer bool
+		if answer, meta = a.clusterAdmit(string(subject)); !answer {
+			return
+		}
+	}
 	if a.enabled.Load() {
 		if a.serveInline(subject, reply, msg) {
 			return
@@ -34,7 +48,7 @@ func (a *jsAccount) onAPI(subject, reply, hdr, msg []byte) {
 	// the apply path (a create waits for its fsync); scheduled fairly per
 	// account (apisched.go).
 	req := apiRequest{a: a, subject: string(subject), reply: string(reply),
-		hdr: bytes.Clone(hdr), body: bytes.Clone(msg)}
+		hdr: bytes.Clone(hdr), body: bytes.Clone(msg), meta: meta}
 	if !a.e.apiSched.submit(&a.lane, req, !apiReadOnly(a.apiOpName(req.subject))) {
 		// This account's queue is full: say so rather than queue without
 		// bound. Other accounts' requests are still accepted.
@@ -174,6 +188,10 @@ func (a *jsAccount) serve(req apiRequest) {
 		a.refuseNotEnabled(req, r)
 		return
 	}
+	if req.meta {
+		a.metaServe(req, strings.TrimSuffix(op[:len(op)-len(name)], "."), name)
+		return
+	}
 	if resp := r.serve(a, req, name); resp != nil {
 		a.reply(req.reply, resp)
 	}
@@ -236,7 +254,7 @@ func (a *jsAccount) reply(to string, resp any) {
 			a.apiErrors.Add(1)
 		}
 	}
-	if to == "" {
+	if to == "" || failed && replyFateUnknown(resp) {
 		return
 	}
 	b, err := json.Marshal(resp)

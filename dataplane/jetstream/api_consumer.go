@@ -490,8 +490,13 @@ func (a *jsAccount) consumerPause(req apiRequest, rest string) any {
 
 func (a *jsAccount) consumerStepdown(_ apiRequest, rest string) any {
 	const typ = api.TypeConsumerLeaderStepdownResponse
-	if _, err := a.consumerFor(rest); err != nil {
+	c, err := a.consumerFor(rest)
+	if err != nil {
 		return &api.Response{Type: typ, Error: err}
 	}
-	return &api.Response{Type: typ, Error: api.NewClusterRequiredError()}
+	// A consumer lives with its stream: its leader is the partition's.
+	if err := a.stepdown(c.s, ""); err != nil {
+		return &api.Response{Type: typ, Error: err}
+	}
+	return &api.SuccessResponse{Response: api.Response{Type: typ}, Success: true}
 }

@@ -101,7 +101,7 @@ func (a *jsAccount) streamCreate(req apiRequest, name string) any {
 	}
 	// nats-server answers a repeated create exactly like the first one,
 	// did_create included.
-	s, aerr := a.createStream(cfg)
+	s, aerr := a.createStreamAs(cfg, req.asg)
 	if aerr != nil {
 		return streamErr(typ, aerr)
 	}
@@ -291,15 +291,27 @@ func (a *jsAccount) streamNames(req apiRequest, _ string) any {
 	if err := decode(req.body, &nreq); err != nil {
 		return &api.StreamNamesResponse{Response: *streamErr(typ, err)}
 	}
-	all := a.streamsMatching(nreq.Subject)
-	list, offset := page(all, nreq.Offset, namesPage)
-	// No names is null on the wire, not [], as nats-server sends it.
-	var names []string
-	for _, s := range list {
-		names = append(names, s.name())
+	var names []string // No names is null on the wire, not [], as nats-server sends it.
+	var total, offset int
+	if c := a.e.cl; c != nil {
+		all := c.catalogNames(a.acc.Name(), nreq.Subject)
+		var list []*assignment
+		list, offset = page(all, nreq.Offset, namesPage)
+		total = len(all)
+		for _, asg := range list {
+			names = append(names, asg.Name)
+		}
+	} else {
+		all := a.streamsMatching(nreq.Subject)
+		var list []*stream
+		list, offset = page(all, nreq.Offset, namesPage)
+		total = len(all)
+		for _, s := range list {
+			names = append(names, s.name())
+		}
 	}
 	return &api.StreamNamesResponse{Response: api.Response{Type: typ},
-		Paged: api.Paged{Total: len(all), Offset: offset, Limit: namesPage}, Streams: names}
+		Paged: api.Paged{Total: total, Offset: offset, Limit: namesPage}, Streams: names}
 }
 
 func (a *jsAccount) streamList(req apiRequest, _ string) any {
@@ -307,6 +319,16 @@ func (a *jsAccount) streamList(req apiRequest, _ string) any {
 	var lreq api.StreamListRequest
 	if err := decode(req.body, &lreq); err != nil {
 		return &api.StreamListResponse{Response: *streamErr(typ, err)}
+	}
+	if c := a.e.cl; c != nil {
+		all := c.catalogNames(a.acc.Name(), lreq.Subject)
+		list, offset := page(all, lreq.Offset, listPage)
+		infos := []*api.StreamInfo{}
+		for _, asg := range list {
+			infos = append(infos, a.catalogInfo(asg))
+		}
+		return &api.StreamListResponse{Response: api.Response{Type: typ},
+			Paged: api.Paged{Total: len(all), Offset: offset, Limit: listPage}, Streams: infos}
 	}
 	all := a.streamsMatching(lreq.Subject)
 	list, offset := page(all, lreq.Offset, listPage)
@@ -323,11 +345,33 @@ func (a *jsAccount) streamList(req apiRequest, _ string) any {
 		Paged: api.Paged{Total: len(all), Offset: offset, Limit: listPage}, Streams: infos}
 }
 
-func (a *jsAccount) streamStepdown(apiRequest, string) any {
+func (a *jsAccount) streamStepdown(req apiRequest, name string) any {
 	const typ = api.TypeStreamLeaderStepdownResponse
-	// A single node leads every stream; there is nobody to step down to.
-	// nats-server says so before looking the stream up.
-	return streamErr(typ, api.NewClusterRequiredError())
+	if a.e.cl == nil {
+		// A single node leads every stream; there is nobody to step down
+		// to. nats-server says so before looking the stream up.
+		return streamErr(typ, api.NewClusterRequiredError())
+	}
+	var sreq struct {
+		Placement *struct {
+			Preferred string `json:"preferred"`
+		} `json:"placement"`
+	}
+	if err := decode(req.body, &sreq); err != nil {
+		return streamErr(typ, err)
+	}
+	s := a.lookup(name)
+	if s == nil {
+		return streamErr(typ, api.NewStreamNotFoundError())
+	}
+	preferred := ""
+	if sreq.Placement != nil {
+		preferred = sreq.Placement.Preferred
+	}
+	if err := a.stepdown(s, preferred); err != nil {
+		return streamErr(typ, err)
+	}
+	return &api.SuccessResponse{Response: api.Response{Type: typ}, Success: true}
 }
 
 func (a *jsAccount) msgDelete(req apiRequest, name string) any {

@@ -134,6 +134,12 @@ type applier struct {
 	// onCommit, when set (tests only), runs after every group's commit,
 	// before the next: the crash tests take a crash image there.
 	onCommit func()
+	// group, for a partition's applier, is the raft group whose commit
+	// replaces the local one (replicate); nil for the node's own stores.
+	group ReplicaGroup
+	// lost is set once a partition's applier must write nothing more:
+	// leadership ended or an entry's fate became unknown.
+	lost atomic.Bool
 }
 
 // pendingState is a stream's state summary waiting for the group's
@@ -352,6 +358,9 @@ func (ap *applier) run() {
 }
 
 func (ap *applier) applyOne(p *proposal) result {
+	if ap.lost.Load() {
+		return result{err: errFateUnknown}
+	}
 	if err := ap.failed(); err != nil {
 		return result{err: api.NewStreamStoreFailedError(err)}
 	}
@@ -432,6 +441,9 @@ func (ap *applier) finish(job *commitJob, err error) {
 func (ap *applier) commitJob(job *commitJob, ls *lazySync) error {
 	if err := ap.failed(); err != nil {
 		return api.NewStreamStoreFailedError(err)
+	}
+	if ap.group != nil {
+		return ap.replicate(job)
 	}
 	lazy := ap.syncInterval > 0
 	sync := !lazy || ap.now().Sub(ls.last) >= ap.syncInterval

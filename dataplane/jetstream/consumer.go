@@ -331,6 +331,7 @@ func (c *consumer) info() *api.ConsumerInfo {
 		NumWaiting:     c.numWaitingLocked(),
 		NumPending:     c.numPending(),
 		TimeStamp:      now.UTC(),
+		Cluster:        c.s.e.cl.clusterInfo(c.s.id),
 	}
 	if !c.mu.lastDel.IsZero() {
 		t := c.mu.lastDel.UTC()

@@ -65,6 +65,10 @@ type Options struct {
 	NodeMaxBufferedMsgs, NodeMaxBufferedSize int64
 	// StoreDir is where the file store lives, for monitoring.
 	StoreDir string
+	// Clustered makes the engine one node of a cluster: streams are
+	// created through the meta group and replicated ones live in
+	// partitions (StartCluster connects the raft groups).
+	Clustered bool
 	// Domain is the JetStream domain; API subjects are then also served
 	// under $JS.<domain>.API.
 	Domain string
@@ -86,6 +90,8 @@ type Engine struct {
 	memory   *applier
 	flow     *flowGate // bounds captured publishes in both appliers
 	apiSched *apiScheduler
+	// cl is the engine's part of a cluster; nil on a single node.
+	cl *clusterState
 
 	mu struct {
 		sync.Mutex
@@ -137,6 +143,12 @@ func New(opts Options) (*Engine, error) {
 	e.mu.held = map[string][]*stream{}
 	e.mu.ledgers = map[string]*usageLedger{}
 	e.flow = newFlowGate(limitsFrom(opts))
+	if opts.Clustered {
+		e.cl = newClusterState(e)
+		if err := e.cl.loadCatalog(opts.Store); err != nil {
+			return nil, err
+		}
+	}
 	e.file = newApplier(e, opts.Store, opts.SyncInterval, opts.MaxFileStore)
 	e.memory = newApplier(e, opts.Memory, 0, opts.MaxMemoryStore)
 	for _, ap := range []*applier{e.file, e.memory} {
@@ -154,22 +166,41 @@ func New(opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// recover loads the streams of one store: metadata and state summaries,
-// and of the messages only each stream's newest, so start-up stays fast however much is stored.
-// The catalog is read in one scan, in stream id order; decoding each
-// stream's record and its few reads (consumers, duplicate window, last
-// message id, next TTL) run on one worker per CPU, since with many
-// streams those dominate start-up. Streams are registered in id order.
+// recover loads the unreplicated streams of one store (a partition's
+// streams load when this node leads it: see clusterState.take) and holds
+// them until their accounts register.
 func (e *Engine) recover(ap *applier) error {
+	streams, err := e.recoverRange(ap, 0, 1<<partitionShift)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range streams {
+		e.trackLocked(s, s.mu.cfg)
+		e.mu.nextID = max(e.mu.nextID, s.id)
+		e.mu.held[s.account] = append(e.mu.held[s.account], s)
+	}
+	return nil
+}
+
+// recoverRange reads the streams of ap's store whose ids lie in [lo, hi):
+// metadata and state summaries, and of the messages only each stream's
+// newest, so start-up stays fast however much is stored. The catalog is
+// read in one scan, in stream id order; decoding each stream's record and
+// its few reads (consumers, duplicate window, last message id, next TTL)
+// run on one worker per CPU, since with many streams those dominate
+// start-up. The streams come back detached, in id order, each with its
+// account's name in account.
+func (e *Engine) recoverRange(ap *applier, lo, hi uint64) ([]*stream, error) {
 	now := e.opts.Now()
 	type job struct {
 		i    int
 		info store.StreamInfo
 	}
 	type done struct {
-		s       *stream
-		account string
-		err     error
+		s   *stream
+		err error
 	}
 	var (
 		jobs    = make(chan job, 256)
@@ -191,11 +222,14 @@ func (e *Engine) recover(ap *applier) error {
 			defer rd.Close()
 			for j := range jobs {
 				s, account, err := e.recoverStream(ap, rd, j.info, now)
+				if s != nil {
+					s.account = account
+				}
 				mu.Lock()
 				if j.i >= len(results) {
 					results = append(results, make([]done, j.i+1-len(results))...)
 				}
-				results[j.i] = done{s, account, err}
+				results[j.i] = done{s, err}
 				mu.Unlock()
 			}
 		})
@@ -203,10 +237,10 @@ func (e *Engine) recover(ap *applier) error {
 	if openErr != nil {
 		close(jobs)
 		wg.Wait()
-		return fmt.Errorf("jetstream: recovery: %w", openErr)
+		return nil, fmt.Errorf("jetstream: recovery: %w", openErr)
 	}
 	n := 0
-	err := ap.st.Streams(func(info store.StreamInfo) error {
+	err := ap.st.StreamsIn(lo, hi, func(info store.StreamInfo) error {
 		jobs <- job{n, info}
 		n++
 		return nil
@@ -214,21 +248,16 @@ func (e *Engine) recover(ap *applier) error {
 	close(jobs)
 	wg.Wait()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	out := make([]*stream, 0, len(results))
 	for _, r := range results {
 		if r.err != nil {
-			return r.err
+			return nil, r.err
 		}
+		out = append(out, r.s)
 	}
-	for _, r := range results {
-		e.trackLocked(r.s, r.s.mu.cfg)
-		e.mu.nextID = max(e.mu.nextID, r.s.id)
-		e.mu.held[r.account] = append(e.mu.held[r.account], r.s)
-	}
-	return nil
+	return out, nil
 }
 
 // recoverStream rebuilds one stream from its catalog record, detached,
@@ -348,6 +377,9 @@ func (e *Engine) Close() {
 	e.mu.Unlock()
 	for _, a := range accounts {
 		a.shutdown()
+	}
+	if e.cl != nil {
+		e.cl.close()
 	}
 	e.apiSched.close()
 	e.file.close()

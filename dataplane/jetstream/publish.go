@@ -83,7 +83,7 @@ func ackPublish(p *proposal, r result) {
 	if r.err == nil && !r.dup {
 		s.republish(p, r.seq)
 	}
-	if p.reply == "" {
+	if p.reply == "" || isFateUnknown(r.err) {
 		return
 	}
 	s.mu.Lock()

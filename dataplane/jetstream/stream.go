@@ -24,6 +24,9 @@ type stream struct {
 	// ledger is the owning account's usage ledger; set before the stream
 	// is first applied to, never changed.
 	ledger *usageLedger
+	// account names the owning account of a stream read from the store,
+	// until it is handed to that account.
+	account string
 
 	mu struct {
 		sync.Mutex
@@ -168,6 +171,7 @@ func (s *stream) info(req *api.StreamInfoRequest) (*api.StreamInfo, *api.Error) 
 		TimeStamp: s.e.opts.Now().UTC(),
 	}
 	si.State.Consumers = nc
+	si.Cluster = s.e.cl.clusterInfo(s.id)
 	if req != nil && req.DeletedDetails && si.State.NumDeleted > 0 {
 		del, err := s.deletedSeqs(st)
 		if err != nil {

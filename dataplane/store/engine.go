@@ -67,6 +67,12 @@ type engineBatch interface {
 	reset()
 	// release returns the batch's memory; the batch is unusable afterwards.
 	release()
+	// encoded is the batch's writes in the engine's own encoding, valid
+	// until the next write or reset; setEncoded replaces the batch's
+	// writes with an encoding taken from a batch of the same engine kind
+	// (on another node).
+	encoded() []byte
+	setEncoded(r []byte) error
 }
 
 // errKeyNotFound is the engines' not-found; the Store turns it into an

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -184,6 +185,41 @@ func (m *memBatch) size() int                  { return len(m.repr) }
 func (m *memBatch) count() int                 { return m.n }
 func (m *memBatch) reset()                     { m.repr, m.n, m.view = m.repr[:0], 0, nil }
 func (m *memBatch) release()                   { m.repr, m.n, m.view = nil, 0, nil }
+
+func (m *memBatch) encoded() []byte { return m.repr }
+
+func (m *memBatch) setEncoded(r []byte) error {
+	m.reset()
+	for len(r) > 0 {
+		op, k, v, rest, ok := nextOpChecked(r)
+		if !ok {
+			m.reset()
+			return fmt.Errorf("store: batch repr: %w", ErrCorrupt)
+		}
+		m.put(op, k, v)
+		r = rest
+	}
+	return nil
+}
+
+// nextOpChecked is nextOp for a repr that came from elsewhere: a length
+// past the end, or an unknown op, is reported instead of read.
+func nextOpChecked(r []byte) (op byte, k, v, rest []byte, ok bool) {
+	if len(r) < 1 || r[0] < opSet || r[0] > opDelRange {
+		return 0, nil, nil, nil, false
+	}
+	op, r = r[0], r[1:]
+	l, n := binary.Uvarint(r)
+	if n <= 0 || l > uint64(len(r)-n) {
+		return 0, nil, nil, nil, false
+	}
+	k, r = r[n:n+int(l)], r[n+int(l):]
+	l, n = binary.Uvarint(r)
+	if n <= 0 || l > uint64(len(r)-n) {
+		return 0, nil, nil, nil, false
+	}
+	return op, k, r[n : n+int(l)], r[n+int(l):], true
+}
 
 func (m *memBatch) commit(bool) error {
 	if len(m.repr) > 0 {

@@ -305,6 +305,18 @@ func (p *pebbleBatch) delRange(start, end []byte) { _ = p.b.DeleteRange(start, e
 func (p *pebbleBatch) size() int                  { return p.b.Len() }
 func (p *pebbleBatch) count() int                 { return int(p.b.Count()) }
 func (p *pebbleBatch) release()                   { _ = p.b.Close() }
+func (p *pebbleBatch) encoded() []byte            { return p.b.Repr() }
+
+func (p *pebbleBatch) setEncoded(r []byte) error {
+	p.reset()
+	// The batch owns what SetRepr is given; the caller's slice may be
+	// reused (raft's log cache holds it).
+	if err := p.b.SetRepr(bytes.Clone(r)); err != nil {
+		p.b = p.e.db.NewBatch()
+		return fmt.Errorf("store: batch repr: %w: %w", ErrCorrupt, err)
+	}
+	return nil
+}
 
 func (p *pebbleBatch) reset() {
 	if p.b.Indexed() {

@@ -12,13 +12,23 @@ import (
 // never messages, which is what keeps start-up fast. A stream exists when
 // its metadata record does; a state record without one is ignored.
 func (s *Store) Streams(fn func(StreamInfo) error) error {
+	return s.streams([]byte{prefixCatalog}, []byte{prefixCatalog + 1}, fn)
+}
+
+// StreamsIn is Streams for the streams whose ids lie in [lo, hi): one
+// partition's, whose ids share a range.
+func (s *Store) StreamsIn(lo, hi uint64, fn func(StreamInfo) error) error {
+	return s.streams(catalogKey(nil, lo, 0), catalogKey(nil, hi, 0), fn)
+}
+
+func (s *Store) streams(lower, upper []byte, fn func(StreamInfo) error) error {
 	if err := s.life.acquire(); err != nil {
 		return err
 	}
 	defer s.life.release()
 	var cur StreamInfo
 	have := false
-	err := s.eng.scan([]byte{prefixCatalog}, []byte{prefixCatalog + 1}, false, func(k, v []byte) (bool, error) {
+	err := s.eng.scan(lower, upper, false, func(k, v []byte) (bool, error) {
 		p, err := unseal(k, v)
 		if err != nil {
 			return false, err

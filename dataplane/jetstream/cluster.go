@@ -1,0 +1,347 @@
+package jetstream
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+)
+
+// Replication is what a clustered engine needs of the node's raft groups:
+// group 0 is the meta group (the stream catalog and placement), groups
+// 1..Partitions() are the shared partitions that carry replicated streams.
+// The cluster package implements it; cmd wires the two.
+type Replication interface {
+	// NodeID is this node's name (the server name clients see).
+	NodeID() string
+	// ClusterName is what stream infos report as the cluster's name.
+	ClusterName() string
+	// Peers are the node ids of the cluster's members, this one included.
+	Peers() []string
+	// Partitions is the number of partition groups.
+	Partitions() int
+	// Group is raft group g.
+	Group(g uint16) ReplicaGroup
+}
+
+// ReplicaGroup is one raft group as the engine uses it.
+type ReplicaGroup interface {
+	// Apply proposes data; the future's Error is nil once a quorum has
+	// stored it and this node's FSM has applied it.
+	Apply(data []byte, timeout time.Duration) raft.ApplyFuture
+	IsLeader() bool
+	// Leader is the current leader's node id, "" when none is known.
+	Leader() string
+	// Barrier returns once every entry committed before it has been
+	// applied here; only a leader may call it.
+	Barrier(timeout time.Duration) error
+	// TransferLeadership hands leadership to node to ("" for any other).
+	TransferLeadership(to string) error
+	// Replicas reports the other members as the leader sees them.
+	Replicas() []Replica
+}
+
+// Replica is one member of a group as its leader last heard from it.
+type Replica struct {
+	Name    string
+	Current bool
+	Offline bool
+	Active  time.Duration
+	Lag     uint64
+}
+
+// partitionShift places a replicated stream's id inside its partition's
+// range: partition p holds ids [p<<48, (p+1)<<48), so a partition's
+// records are contiguous key ranges (its snapshot is a range scan) and an
+// id names its group. Ids below 1<<48 are unreplicated (R1) streams.
+const partitionShift = 48
+
+// groupOf is the raft group of the stream with id; 0 for R1 streams.
+func groupOf(id uint64) uint16 { return uint16(id >> partitionShift) }
+
+// replicateTimeout bounds one proposal's wait for a quorum. Past it the
+// entry's fate is unknown: it may still commit.
+const replicateTimeout = 5 * time.Second
+
+// errFateUnknown is the outcome of a proposal whose raft entry may or may
+// not commit (leadership lost, no quorum in time). Nothing is said to the
+// client then: a definite error for a write that later commits would be a
+// lie, so the client's own timeout and retry (with Nats-Msg-Id dedup) take
+// over, as with nats-server.
+var errFateUnknown = &api.Error{Code: 503, ErrCode: api.CodeClusterNotAvailable,
+	Description: "JetStream system temporarily unavailable"}
+
+// isFateUnknown reports whether err (a proposal's outcome) must not be
+// answered.
+// It compares identity: *api.Error matches by code, and a real 10008 is
+// an answer.
+func isFateUnknown(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && ae == errFateUnknown
+}
+
+// replyFateUnknown reports whether resp, an API reply, carries
+// errFateUnknown and so must not be sent.
+func replyFateUnknown(resp any) bool {
+	e, ok := resp.(interface{ ToError() error })
+	return ok && isFateUnknown(e.ToError())
+}
+
+// clusterState is a clustered engine's view of the raft groups: the meta
+// catalog every node keeps, and the partitions this node leads (each with
+// the applier of its current leadership term).
+type clusterState struct {
+	e       *Engine
+	r       Replication // nil until StartCluster
+	catalog *metaCatalog
+
+	mu struct {
+		sync.Mutex
+		// parts holds, for each partition this node leads and has loaded,
+		// the applier of this leadership term. Invariant: every stream
+		// whose id lies in partition g and is live on this node uses
+		// parts[g]; a term's applier is never reused by the next term.
+		parts map[uint16]*applier // guarded by mu
+		// metaReady: this node leads the meta group and has applied every
+		// entry committed before it became leader, so its catalog can
+		// assign ids and check names.
+		metaReady bool // guarded by mu
+	}
+	// proposeMu serialises meta proposals on the meta leader: each is
+	// checked against the catalog its predecessor left.
+	proposeMu sync.Mutex
+	// leadership changes, one worker per group, latest wins.
+	lead []chan bool
+	wg   sync.WaitGroup
+	quit chan struct{}
+}
+
+func newClusterState(e *Engine) *clusterState {
+	c := &clusterState{e: e, catalog: newMetaCatalog(), quit: make(chan struct{})}
+	c.mu.parts = map[uint16]*applier{}
+	return c
+}
+
+// StartCluster connects a clustered engine (Options.Clustered) to the
+// node's raft groups. Leadership changes reach the engine through
+// LeaderChanged from then on.
+func (e *Engine) StartCluster(r Replication) error {
+	c := e.cl
+	if c == nil {
+		return errors.New("jetstream: StartCluster on an engine not made with Options.Clustered")
+	}
+	c.r = r
+	c.lead = make([]chan bool, r.Partitions()+1)
+	for g := range c.lead {
+		ch := make(chan bool, 1)
+		c.lead[g] = ch
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.leadLoop(uint16(g), ch)
+		}()
+	}
+	for g := range c.lead {
+		if r.Group(uint16(g)).IsLeader() {
+			e.LeaderChanged(uint16(g), true)
+		}
+	}
+	return nil
+}
+
+// LeaderChanged tells the engine this node gained or lost leadership of
+// group g. It never blocks: raft's goroutines call it.
+func (e *Engine) LeaderChanged(g uint16, leader bool) {
+	c := e.cl
+	if c == nil || int(g) >= len(c.lead) {
+		return
+	}
+	ch := c.lead[g]
+	for {
+		select {
+		case ch <- leader:
+			return
+		default:
+		}
+		select {
+		case <-ch: // drop the stale change: only the latest matters
+		default:
+		}
+	}
+}
+
+// leadLoop applies group g's leadership changes in order, one at a time.
+func (c *clusterState) leadLoop(g uint16, ch chan bool) {
+	leading := false
+	for {
+		select {
+		case <-c.quit:
+			if leading && g != 0 {
+				c.release(g)
+			}
+			return
+		case want := <-ch:
+			if want == leading {
+				continue
+			}
+			if g == 0 {
+				leading = want && c.takeMeta()
+				continue
+			}
+			if want {
+				leading = c.take(g)
+			} else {
+				c.release(g)
+				leading = false
+			}
+		}
+	}
+}
+
+// takeMeta readies this node's catalog for proposals once it leads the
+// meta group and has applied everything committed before.
+func (c *clusterState) takeMeta() bool {
+	grp := c.r.Group(0)
+	if err := grp.Barrier(replicateTimeout); err != nil {
+		c.e.log.Warn("jetstream meta leadership: barrier failed", "err", err)
+		return false
+	}
+	c.mu.Lock()
+	c.mu.metaReady = grp.IsLeader()
+	c.mu.Unlock()
+	return true
+}
+
+// metaLeader reports whether this node may decide meta operations now.
+func (c *clusterState) metaLeader() bool {
+	c.mu.Lock()
+	ready := c.mu.metaReady
+	c.mu.Unlock()
+	return ready && c.r != nil && c.r.Group(0).IsLeader()
+}
+
+// take loads partition g's streams after this node became its leader:
+// once every committed entry is applied here, a new applier (this term's)
+// is started and each stream of the partition is read from the store, as
+// start-up reads streams, and attached. Streams the catalog assigns to g
+// that the partition does not hold yet are created.
+func (c *clusterState) take(g uint16) bool {
+	grp := c.r.Group(g)
+	if err := grp.Barrier(replicateTimeout); err != nil {
+		c.e.log.Warn("jetstream partition leadership: barrier failed", "group", g, "err", err)
+		return false
+	}
+	e := c.e
+	ap := newApplier(e, e.opts.Store, 0, e.opts.MaxFileStore)
+	ap.group = grp
+	ap.used.Store(e.file.used.Load())
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		ap.run()
+	}()
+	c.mu.Lock()
+	c.mu.parts[g] = ap
+	c.mu.Unlock()
+	lo, hi := uint64(g)<<partitionShift, uint64(g+1)<<partitionShift
+	streams, err := e.recoverRange(ap, lo, hi)
+	if err != nil {
+		e.log.Error("jetstream partition leadership: loading streams failed; stepping down", "group", g, "err", err)
+		c.release(g)
+		_ = grp.TransferLeadership("")
+		return false
+	}
+	have := map[uint64]bool{}
+	for _, s := range streams {
+		have[s.id] = true
+	}
+	e.adopt(streams)
+	for _, asg := range c.catalog.inGroup(g) {
+		if !have[asg.ID] {
+			c.materialize(asg)
+		}
+	}
+	e.log.Info("jetstream partition led here", "group", g, "streams", len(streams))
+	return true
+}
+
+// release drops partition g's streams from this node after it stopped
+// leading: its applier is closed (what it still held has an unknown
+// fate), its consumers stop without writing, and its streams leave their
+// accounts. Their data stays in the store, which the group's new leader
+// keeps replicating here.
+func (c *clusterState) release(g uint16) {
+	c.mu.Lock()
+	ap := c.mu.parts[g]
+	delete(c.mu.parts, g)
+	c.mu.Unlock()
+	if ap == nil {
+		return
+	}
+	ap.lost.Store(true)
+	c.e.dropStreamsOf(ap)
+	ap.close()
+	c.e.log.Info("jetstream partition no longer led here", "group", g)
+}
+
+// partition is the applier of the term in which this node leads g, or
+// nil.
+func (c *clusterState) partition(g uint16) *applier {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.parts[g]
+}
+
+// close stops the leadership workers (releasing led partitions).
+func (c *clusterState) close() {
+	close(c.quit)
+	c.wg.Wait()
+}
+
+// clusterInfo is the cluster block of a stream's or consumer's info.
+func (c *clusterState) clusterInfo(id uint64) *api.ClusterInfo {
+	if c == nil || c.r == nil {
+		return nil
+	}
+	g := groupOf(id)
+	if g == 0 {
+		return &api.ClusterInfo{Name: c.r.ClusterName(), Leader: c.r.NodeID()}
+	}
+	grp := c.r.Group(g)
+	ci := &api.ClusterInfo{Name: c.r.ClusterName(), RaftGroup: fmt.Sprintf("P%d", g), Leader: grp.Leader()}
+	for _, rp := range grp.Replicas() {
+		ci.Replicas = append(ci.Replicas, &api.PeerInfo{Name: rp.Name, Current: rp.Current, Offline: rp.Offline,
+			Active: rp.Active, Lag: rp.Lag, Peer: peerHash(rp.Name)})
+	}
+	return ci
+}
+
+// replicate is the commit step of a partition's applier: the group's
+// batch becomes one raft entry, and the entry's commit on a quorum (and
+// its application to this node's store by the partition's FSM) is the
+// group's durability. Called by commitLoop only.
+func (ap *applier) replicate(job *commitJob) error {
+	if ap.lost.Load() {
+		return errFateUnknown
+	}
+	if job.batch.Count() == 0 {
+		return nil
+	}
+	f := ap.group.Apply(job.batch.Repr(), replicateTimeout)
+	if err := f.Error(); err != nil {
+		// The entry may still commit under the next leader. This term's
+		// memory may be ahead of what commits, so it ends: the next
+		// leader (maybe this node again) reloads from the store.
+		ap.lost.Store(true)
+		ap.e.log.Warn("jetstream partition entry not committed; leaving the partition", "err", err)
+		if ap.group.IsLeader() {
+			go func() { _ = ap.group.TransferLeadership("") }()
+		}
+		return errFateUnknown
+	}
+	return nil
+}

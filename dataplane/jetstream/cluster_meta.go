@@ -1,0 +1,438 @@
+package jetstream
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
+)
+
+// assignment is one stream in the meta catalog: where it lives and what it
+// is. Every node holds the whole catalog; the stream's data lives in its
+// partition (R>1, on every member) or on its owner (R1).
+type assignment struct {
+	Account string            `json:"account"`
+	Name    string            `json:"name"`
+	ID      uint64            `json:"id"`
+	Owner   string            `json:"owner,omitempty"` // R1: the node holding it
+	Config  *api.StreamConfig `json:"config"`
+	Created time.Time         `json:"created"`
+}
+
+// group is the raft group carrying the stream's data; 0 for R1.
+func (a *assignment) group() uint16 { return groupOf(a.ID) }
+
+// metaOp names what a meta entry does.
+type metaOp string
+
+const (
+	metaCreate metaOp = "create"
+	metaUpdate metaOp = "update"
+	metaDelete metaOp = "delete"
+	// metaRequest changes nothing: it hands a request (a repeated create)
+	// to the stream's node, in order with the catalog's changes.
+	metaRequest metaOp = "request"
+)
+
+// metaEntry is one entry of the meta group's log.
+type metaEntry struct {
+	Op  metaOp      `json:"op"`
+	Asg *assignment `json:"asg"`
+	// The client's request, answered by the node that holds the stream
+	// once the entry is applied there.
+	Subject string `json:"subject,omitempty"`
+	Reply   string `json:"reply,omitempty"`
+	Body    []byte `json:"body,omitempty"`
+}
+
+// metaCatalog is the meta group's state: every stream of the cluster.
+type metaCatalog struct {
+	mu       sync.Mutex
+	accounts map[string]map[string]*assignment // account → name → assignment; guarded by mu
+	byID     map[uint64]*assignment            // guarded by mu
+}
+
+func newMetaCatalog() *metaCatalog {
+	return &metaCatalog{accounts: map[string]map[string]*assignment{}, byID: map[uint64]*assignment{}}
+}
+
+func (m *metaCatalog) lookup(account, name string) *assignment {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.accounts[account][name]
+}
+
+func (m *metaCatalog) put(a *assignment) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old := m.accounts[a.Account][a.Name]; old != nil {
+		delete(m.byID, old.ID)
+	}
+	if m.accounts[a.Account] == nil {
+		m.accounts[a.Account] = map[string]*assignment{}
+	}
+	m.accounts[a.Account][a.Name] = a
+	m.byID[a.ID] = a
+}
+
+func (m *metaCatalog) remove(account, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old := m.accounts[account][name]; old != nil {
+		delete(m.byID, old.ID)
+		delete(m.accounts[account], name)
+	}
+}
+
+// streams lists an account's assignments by name.
+func (m *metaCatalog) streams(account string) []*assignment {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*assignment, 0, len(m.accounts[account]))
+	for _, a := range m.accounts[account] {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(x, y *assignment) int {
+		if x.Name < y.Name {
+			return -1
+		}
+		if x.Name > y.Name {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// inGroup lists the assignments whose data group g carries.
+func (m *metaCatalog) inGroup(g uint16) []*assignment {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*assignment
+	for id, a := range m.byID {
+		if groupOf(id) == g {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// place chooses where a new stream goes: for R>1 the partition carrying
+// the fewest streams, for R1 the node owning the fewest; and the next id
+// in that range. Deterministic given the catalog.
+func (m *metaCatalog) place(replicas int, partitions int, peers []string) (id uint64, owner string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	count := map[uint16]int{}
+	owned := map[string]int{}
+	next := map[uint16]uint64{}
+	for id, a := range m.byID {
+		g := groupOf(id)
+		count[g]++
+		if g == 0 {
+			owned[a.Owner]++
+		}
+		next[g] = max(next[g], id)
+	}
+	var g uint16
+	if replicas > 1 {
+		g = 1
+		for p := uint16(2); int(p) <= partitions; p++ {
+			if count[p] < count[g] {
+				g = p
+			}
+		}
+	} else {
+		owner = peers[0]
+		for _, p := range peers[1:] {
+			if owned[p] < owned[owner] {
+				owner = p
+			}
+		}
+	}
+	id = max(next[g], uint64(g)<<partitionShift) + 1
+	return id, owner
+}
+
+// metaKey is the store key of an assignment's catalog record.
+func metaKey(account, name string) []byte {
+	return append(append(append([]byte(nil), account...), 0), name...)
+}
+
+// loadCatalog reads the meta catalog from the store at start-up.
+func (c *clusterState) loadCatalog(st *store.Store) error {
+	return st.MetaRecords(func(_, val []byte) error {
+		var a assignment
+		if err := json.Unmarshal(val, &a); err != nil || a.Config == nil {
+			return fmt.Errorf("jetstream: meta catalog record: %w", store.ErrCorrupt)
+		}
+		c.catalog.put(&a)
+		return nil
+	})
+}
+
+// metaFSM applies the meta group's entries on every node: the catalog
+// record and the applied index in one batch, then the catalog in memory,
+// then the entry's request on the node that holds the stream.
+type metaFSM struct {
+	c       *clusterState
+	applied uint64
+}
+
+// Apply implements raft.FSM.
+func (f *metaFSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand || l.Index <= f.applied {
+		return nil
+	}
+	var ent metaEntry
+	if err := json.Unmarshal(l.Data, &ent); err != nil || ent.Asg == nil || ent.Asg.Config == nil {
+		// Every node sees the same bytes, so every node skips it alike.
+		f.c.e.log.Error("jetstream meta entry unreadable; skipped", "index", l.Index, "err", err)
+		return f.markApplied(l, nil)
+	}
+	return f.markApplied(l, &ent)
+}
+
+func (f *metaFSM) markApplied(l *raft.Log, ent *metaEntry) any {
+	st := f.c.e.opts.Store
+	b := st.NewBatch()
+	defer b.Close()
+	if ent != nil {
+		key := metaKey(ent.Asg.Account, ent.Asg.Name)
+		switch ent.Op {
+		case metaCreate, metaUpdate:
+			rec, _ := json.Marshal(ent.Asg)
+			b.PutMetaRecord(key, rec)
+		case metaDelete:
+			b.DeleteMetaRecord(key)
+		}
+	}
+	b.PutApplied(0, l.Index, l.Term)
+	if err := b.Commit(false); err != nil {
+		// The store failed: this node cannot follow the log any more.
+		panic(fmt.Sprintf("jetstream meta: commit entry %d: %v", l.Index, err))
+	}
+	f.applied = l.Index
+	if ent != nil {
+		f.c.applyMeta(ent)
+	}
+	return nil
+}
+
+// Snapshot implements raft.FSM: the catalog is already in the store, so
+// the snapshot store reads it from there; this writes nothing.
+func (f *metaFSM) Snapshot() (raft.FSMSnapshot, error) { return noSnapshot{}, nil }
+
+// Restore implements raft.FSM: the snapshot store installed the records;
+// the catalog in memory is read again from them.
+func (f *metaFSM) Restore(rc io.ReadCloser) error {
+	rc.Close()
+	f.c.catalog = newMetaCatalog()
+	if err := f.c.loadCatalog(f.c.e.opts.Store); err != nil {
+		return err
+	}
+	idx, _, err := f.c.e.opts.Store.Applied(0)
+	if err != nil {
+		return err
+	}
+	f.applied = idx
+	return nil
+}
+
+// noSnapshot is the FSM half of a snapshot whose data the snapshot store
+// takes from the store itself.
+type noSnapshot struct{}
+
+func (noSnapshot) Persist(sink raft.SnapshotSink) error { return sink.Close() }
+func (noSnapshot) Release()                             {}
+
+// applyMeta brings this node in line with one applied meta entry.
+func (c *clusterState) applyMeta(ent *metaEntry) {
+	asg := ent.Asg
+	switch ent.Op {
+	case metaCreate, metaUpdate:
+		c.catalog.put(asg)
+	case metaDelete:
+		c.catalog.remove(asg.Account, asg.Name)
+	}
+	if !c.holds(asg) {
+		return
+	}
+	a := c.e.account(asg.Account)
+	if a == nil {
+		if ent.Op == metaCreate {
+			c.e.log.Warn("jetstream: stream assigned here for an account not loaded", "account", asg.Account, "stream", asg.Name)
+		}
+		return
+	}
+	req := apiRequest{a: a, subject: ent.Subject, reply: ent.Reply, body: ent.Body, asg: asg}
+	if ent.Subject == "" {
+		if ent.Op == metaCreate {
+			c.materialize(asg)
+		}
+		return
+	}
+	if !c.e.apiSched.submit(&a.lane, req, true) {
+		a.reply(req.reply, &api.Response{Type: api.TypeSystemOverloaded, Error: api.NewInsufficientResourcesError()})
+	}
+}
+
+// holds reports whether this node serves asg's stream now: it leads the
+// stream's partition, or owns the R1 stream.
+func (c *clusterState) holds(asg *assignment) bool {
+	if g := asg.group(); g != 0 {
+		return c.partition(g) != nil
+	}
+	return asg.Owner == c.r.NodeID()
+}
+
+// materialize creates an assigned stream that its partition or owner does
+// not hold yet (its create entry was applied while no leader loaded the
+// partition), with nobody to answer.
+func (c *clusterState) materialize(asg *assignment) {
+	a := c.e.account(asg.Account)
+	if a == nil {
+		return
+	}
+	if _, aerr := a.createStreamAs(asg.Config, asg); aerr != nil && !isFateUnknown(aerr) {
+		c.e.log.Error("jetstream: assigned stream not created", "account", asg.Account, "stream", asg.Name, "err", aerr)
+	}
+}
+
+// propose puts one entry in the meta log and waits until it is applied
+// here. Called on the meta leader with proposeMu held.
+func (c *clusterState) propose(ent *metaEntry) error {
+	data, err := json.Marshal(ent)
+	if err != nil {
+		return err
+	}
+	return c.r.Group(0).Apply(data, replicateTimeout).Error()
+}
+
+// metaServe runs a stream create, update or delete on the meta leader:
+// the catalog-wide checks (name, subjects, stream counts), placement,
+// then the entry that hands the request to the stream's node, which
+// answers it. Refusals are answered here.
+func (a *jsAccount) metaServe(req apiRequest, op, name string) {
+	c := a.e.cl
+	c.proposeMu.Lock()
+	defer c.proposeMu.Unlock()
+	if !c.metaLeader() {
+		return // leadership moved while this waited: the new leader answers
+	}
+	acct := a.acc.Name()
+	have := c.catalog.lookup(acct, name)
+	ent := &metaEntry{Subject: req.subject, Reply: req.reply, Body: req.body}
+	switch op {
+	case "STREAM.CREATE":
+		const typ = api.TypeStreamCreateResponse
+		cfg, aerr := a.streamConfigFromRequest(req, name, true)
+		if aerr != nil {
+			a.reply(req.reply, streamErr(typ, aerr))
+			return
+		}
+		if have != nil {
+			if !sameConfig(have.Config, cfg) {
+				a.reply(req.reply, streamErr(typ, api.NewStreamNameInUseError()))
+				return
+			}
+			ent.Op, ent.Asg = metaRequest, have
+			break
+		}
+		if aerr := c.checkCreate(acct, cfg); aerr != nil {
+			a.reply(req.reply, streamErr(typ, aerr))
+			return
+		}
+		id, owner := c.catalog.place(cfg.Replicas, c.r.Partitions(), c.r.Peers())
+		ent.Op = metaCreate
+		ent.Asg = &assignment{Account: acct, Name: name, ID: id, Owner: owner, Config: cfg, Created: a.e.opts.Now().UTC()}
+	case "STREAM.UPDATE":
+		const typ = api.TypeStreamUpdateResponse
+		if have == nil {
+			a.reply(req.reply, streamErr(typ, api.NewStreamNotFoundError()))
+			return
+		}
+		cfg, aerr := a.streamConfigFromRequest(req, name, false)
+		if aerr != nil {
+			a.reply(req.reply, streamErr(typ, aerr))
+			return
+		}
+		next, aerr := api.CheckStreamUpdate(have.Config, cfg)
+		if aerr != nil {
+			a.reply(req.reply, streamErr(typ, aerr))
+			return
+		}
+		if (next.Replicas > 1) != (have.Config.Replicas > 1) {
+			a.reply(req.reply, streamErr(typ, api.NewStreamUpdateError(fmt.Errorf("changing a stream between one replica and several is not supported"))))
+			return
+		}
+		if c.overlaps(acct, name, next.Subjects) {
+			a.reply(req.reply, streamErr(typ, api.NewStreamSubjectOverlapError()))
+			return
+		}
+		upd := *have
+		upd.Config = next
+		ent.Op, ent.Asg = metaUpdate, &upd
+	case "STREAM.DELETE":
+		const typ = api.TypeStreamDeleteResponse
+		if have == nil {
+			a.reply(req.reply, streamErr(typ, api.NewStreamNotFoundError()))
+			return
+		}
+		ent.Op, ent.Asg = metaDelete, have
+	}
+	if err := c.propose(ent); err != nil {
+		// Fate unknown: say nothing (see errFateUnknown).
+		a.e.log.Warn("jetstream meta proposal failed", "op", op, "stream", name, "err", err)
+	}
+}
+
+// checkCreate runs a new stream's catalog-wide checks.
+func (c *clusterState) checkCreate(account string, cfg *api.StreamConfig) *api.Error {
+	if cfg.Replicas > len(c.r.Peers()) {
+		return api.NewClusterNoPeersError(fmt.Errorf("no suitable peers for placement"))
+	}
+	if cfg.Replicas > 1 && cfg.Storage == api.MemoryStorage {
+		return api.NewClusterNoPeersError(fmt.Errorf("replicated memory streams are not supported yet"))
+	}
+	if c.overlaps(account, cfg.Name, cfg.Subjects) {
+		return api.NewStreamSubjectOverlapError()
+	}
+	return nil
+}
+
+// overlaps reports whether subjects overlap another stream of the account
+// in the catalog. Meta operations are rare; the account's subjects are
+// indexed for the one check.
+func (c *clusterState) overlaps(account, name string, subjects []string) bool {
+	others := c.catalog.streams(account)
+	idx := newStreamIndex(len(others))
+	for _, other := range others {
+		if other.Name != name {
+			idx.put(&stream{}, other.Config)
+		}
+	}
+	return idx.overlaps(subjects, nil)
+}
+
+// peerDigits is the alphabet of peer hashes, as nats-server prints them.
+const peerDigits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// peerHash is the 8-character name nats-server gives a peer in replica
+// lists: derived from the server name.
+func peerHash(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	b := make([]byte, 8)
+	for i := range b {
+		b[i] = peerDigits[int(sum[i])%len(peerDigits)]
+	}
+	return string(b)
+}
