@@ -65,7 +65,7 @@ func (a *jsAccount) streamConfigFromRequest(req apiRequest, name string, create 
 	if !create && norm.Name != name {
 		return nil, api.NewStreamNameMismatchError()
 	}
-	if norm.Replicas > 1 {
+	if norm.Replicas > 1 && a.e.cl == nil {
 		return nil, api.NewReplicasNotSupportedError()
 	}
 	if _, err := compileTransforms(norm); err != nil {

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -331,7 +332,9 @@ func (ap *applier) replicate(job *commitJob) error {
 	if job.batch.Count() == 0 {
 		return nil
 	}
-	f := ap.group.Apply(job.batch.Repr(), replicateTimeout)
+	// A copy: the batch goes back to its pool once the group finishes,
+	// while raft's log cache and transport keep the entry.
+	f := ap.group.Apply(bytes.Clone(job.batch.Repr()), replicateTimeout)
 	if err := f.Error(); err != nil {
 		// The entry may still commit under the next leader. This term's
 		// memory may be ahead of what commits, so it ends: the next

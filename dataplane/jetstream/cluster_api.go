@@ -34,10 +34,13 @@ func (a *jsAccount) clusterAdmit(subject string) (answer, meta bool) {
 	if c.r == nil {
 		return false, false
 	}
+	if !a.enabled.Load() {
+		// Nothing of the account runs anywhere: one node says so.
+		return c.metaLeader(), false
+	}
 	op := a.apiOpName(subject)
 	route, rest := op, ""
-	if r, name, ok := routeOf(op); ok {
-		_ = r
+	if _, name, ok := routeOf(op); ok {
 		route = strings.TrimSuffix(op[:len(op)-len(name)], ".")
 		rest = name
 	} else if rest, ok = strings.CutPrefix(op, "DIRECT.GET."); ok {

@@ -1,0 +1,293 @@
+package jetstream
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
+)
+
+// testNode is one member of an in-process cluster: an engine on its own
+// Pebble store, and real hashicorp/raft groups over raft's in-memory
+// transport. Every node's subscriptions live in one shared fakeAccount,
+// which stands in for routes: a request reaches every node, as on a real
+// cluster.
+type testNode struct {
+	name   string
+	e      *Engine
+	st     *store.Store
+	groups []*raft.Raft
+	trans  []*raft.InmemTransport
+	quit   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// testRepl is the Replication of a testNode.
+type testRepl struct {
+	n     *testNode
+	peers []string
+}
+
+func (r *testRepl) NodeID() string              { return r.n.name }
+func (r *testRepl) ClusterName() string         { return "test" }
+func (r *testRepl) Peers() []string             { return r.peers }
+func (r *testRepl) Partitions() int             { return len(r.n.groups) - 1 }
+func (r *testRepl) Group(g uint16) ReplicaGroup { return testGroup{r.n.groups[g]} }
+
+type testGroup struct{ r *raft.Raft }
+
+func (g testGroup) Apply(data []byte, timeout time.Duration) raft.ApplyFuture {
+	return g.r.Apply(data, timeout)
+}
+func (g testGroup) IsLeader() bool { return g.r.State() == raft.Leader }
+func (g testGroup) Leader() string {
+	_, id := g.r.LeaderWithID()
+	return string(id)
+}
+func (g testGroup) Barrier(timeout time.Duration) error { return g.r.Barrier(timeout).Error() }
+func (g testGroup) TransferLeadership(to string) error {
+	if to == "" {
+		return g.r.LeadershipTransfer().Error()
+	}
+	return g.r.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(to)).Error()
+}
+func (g testGroup) Replicas() []Replica { return nil }
+
+// startTestCluster starts n nodes with parts partitions, all sharing acc.
+func startTestCluster(t *testing.T, n, parts int, acc *fakeAccount) []*testNode {
+	t.Helper()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("n%d", i+1)
+	}
+	nodes := make([]*testNode, n)
+	for i := range nodes {
+		st, err := store.Open(store.Options{Dir: "js", FS: vfs.NewMem()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem := store.NewMem()
+		e, err := New(Options{Store: st, Memory: mem, ServerVersion: "test", Log: quietLog(), Clustered: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = &testNode{name: names[i], e: e, st: st, quit: make(chan struct{})}
+		t.Cleanup(func() { mem.Close() })
+	}
+	// Transports of each group, connected all to all.
+	for g := 0; g <= parts; g++ {
+		for _, nd := range nodes {
+			_, tr := raft.NewInmemTransport(raft.ServerAddress(nd.name))
+			nd.trans = append(nd.trans, tr)
+		}
+		for _, a := range nodes {
+			for _, b := range nodes {
+				if a != b {
+					a.trans[g].Connect(raft.ServerAddress(b.name), b.trans[g])
+				}
+			}
+		}
+	}
+	var servers []raft.Server
+	for _, name := range names {
+		servers = append(servers, raft.Server{ID: raft.ServerID(name), Address: raft.ServerAddress(name)})
+	}
+	for _, nd := range nodes {
+		for g := 0; g <= parts; g++ {
+			fsm, err := nd.e.FSM(uint16(g))
+			if err != nil {
+				t.Fatal(err)
+			}
+			conf := raft.DefaultConfig()
+			conf.LocalID = raft.ServerID(nd.name)
+			conf.HeartbeatTimeout, conf.ElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
+			conf.LeaderLeaseTimeout, conf.CommitTimeout = 50*time.Millisecond, 5*time.Millisecond
+			conf.SnapshotThreshold = 1 << 30
+			conf.Logger = hclog.New(&hclog.LoggerOptions{Output: io.Discard})
+			notify := make(chan bool, 16)
+			conf.NotifyCh = notify
+			logs := raft.NewInmemStore()
+			r, err := raft.NewRaft(conf, fsm, logs, logs, raft.NewInmemSnapshotStore(), nd.trans[g])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+				t.Fatal(err)
+			}
+			nd.groups = append(nd.groups, r)
+			nd.wg.Add(1)
+			go func(g uint16, e *Engine) {
+				defer nd.wg.Done()
+				for {
+					select {
+					case v := <-notify:
+						e.LeaderChanged(g, v)
+					case <-nd.quit:
+						return
+					}
+				}
+			}(uint16(g), nd.e)
+		}
+	}
+	for _, nd := range nodes {
+		if err := nd.e.StartCluster(&testRepl{n: nd, peers: names}); err != nil {
+			t.Fatal(err)
+		}
+		if err := nd.e.EnableAccount(acc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			nd.stop()
+		}
+	})
+	return nodes
+}
+
+// stop shuts the node down as a crash would look to the others.
+func (nd *testNode) stop() {
+	select {
+	case <-nd.quit:
+		return
+	default:
+	}
+	for _, r := range nd.groups {
+		_ = r.Shutdown().Error()
+	}
+	close(nd.quit)
+	nd.wg.Wait()
+	nd.e.Close()
+	nd.st.Close()
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitForCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// streamDigest is every record of stream id in st, keys and values, in
+// order: equal digests mean byte-identical replicas.
+func streamDigest(t *testing.T, st *store.Store, id uint64) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	err := st.ScanMsgs(id, 0, ^uint64(0), func(m *store.Message) error {
+		fmt.Fprintf(&buf, "%d %s %d %x %x;", m.Seq, m.Subject, m.Time, m.Header, m.Data)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.LoadStream(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&buf, "state %+v", info.State)
+	return buf.Bytes()
+}
+
+// leaderOf is the node leading group g, or nil.
+func leaderOf(nodes []*testNode, g uint16) *testNode {
+	for _, nd := range nodes {
+		select {
+		case <-nd.quit:
+			continue
+		default:
+		}
+		if nd.groups[g].State() == raft.Leader && nd.e.cl.partition(g) != nil {
+			return nd
+		}
+	}
+	return nil
+}
+
+// TestClusterReplicatesAndFailsOver creates an R3 stream through the meta
+// group, publishes through its partition's leader, checks that every
+// replica holds byte-identical records, stops the leader and keeps
+// publishing on the new one without losing or reusing a sequence.
+func TestClusterReplicatesAndFailsOver(t *testing.T) {
+	acc := newFakeAccount("A")
+	nodes := startTestCluster(t, 3, 2, acc)
+	waitForCond(t, "meta leader", func() bool {
+		for _, nd := range nodes {
+			if nd.e.cl.metaLeader() {
+				return true
+			}
+		}
+		return false
+	})
+	var resp api.StreamCreateResponse
+	acc.apiCall(t, "$JS.API.STREAM.CREATE.ORDERS", api.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}, &resp)
+	if resp.Error != nil {
+		t.Fatalf("create: %v", resp.Error)
+	}
+	if resp.Cluster == nil || resp.Cluster.Leader == "" {
+		t.Fatalf("create reply has no cluster leader: %+v", resp.Cluster)
+	}
+	var asg *assignment
+	waitForCond(t, "catalog on every node", func() bool {
+		for _, nd := range nodes {
+			if asg = nd.e.cl.catalog.lookup("A", "ORDERS"); asg == nil {
+				return false
+			}
+		}
+		return true
+	})
+	if asg.group() == 0 {
+		t.Fatalf("catalog assignment %+v", asg)
+	}
+	g := asg.group()
+	for i := 1; i <= 50; i++ {
+		ack := publish(t, acc, "orders.new", nil, fmt.Appendf(nil, "m%d", i))
+		if ack.Error != nil || ack.PubAck == nil || ack.PubAck.Sequence != uint64(i) {
+			t.Fatalf("publish %d: %+v %v", i, ack.PubAck, ack.Error)
+		}
+	}
+	// Every replica applies what its leader acknowledged.
+	first := leaderOf(nodes, g)
+	want := streamDigest(t, first.st, asg.ID)
+	for _, nd := range nodes {
+		waitForCond(t, nd.name+" caught up", func() bool {
+			return bytes.Equal(streamDigest(t, nd.st, asg.ID), want)
+		})
+	}
+	first.stop()
+	waitForCond(t, "a new partition leader", func() bool { return leaderOf(nodes, g) != nil })
+	for i := 51; i <= 60; i++ {
+		ack := publish(t, acc, "orders.new", nil, fmt.Appendf(nil, "m%d", i))
+		if ack.Error != nil || ack.PubAck == nil || ack.PubAck.Sequence != uint64(i) {
+			t.Fatalf("publish %d after failover: %+v %v", i, ack.PubAck, ack.Error)
+		}
+	}
+	var info api.StreamInfoResponse
+	acc.apiCall(t, "$JS.API.STREAM.INFO.ORDERS", nil, &info)
+	if info.Error != nil || info.State.Msgs != 60 || info.State.LastSeq != 60 {
+		t.Fatalf("info after failover: %+v %v", info.State, info.Error)
+	}
+	second := leaderOf(nodes, g)
+	want = streamDigest(t, second.st, asg.ID)
+	for _, nd := range nodes {
+		if nd == first {
+			continue
+		}
+		waitForCond(t, nd.name+" caught up after failover", func() bool {
+			return bytes.Equal(streamDigest(t, nd.st, asg.ID), want)
+		})
+	}
+}
