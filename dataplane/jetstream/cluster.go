@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -115,8 +116,9 @@ type clusterState struct {
 	// proposeMu serialises meta proposals on the meta leader: each is
 	// checked against the catalog its predecessor left.
 	proposeMu sync.Mutex
-	// leadership changes, one worker per group, latest wins.
-	lead []chan bool
+	// lead holds one channel per group for leadership changes (latest
+	// wins), each drained by its own worker; set by StartCluster.
+	lead atomic.Pointer[[]chan bool]
 	wg   sync.WaitGroup
 	quit chan struct{}
 }
@@ -136,17 +138,20 @@ func (e *Engine) StartCluster(r Replication) error {
 		return errors.New("jetstream: StartCluster on an engine not made with Options.Clustered")
 	}
 	c.r = r
-	c.lead = make([]chan bool, r.Partitions()+1)
-	for g := range c.lead {
+	lead := make([]chan bool, r.Partitions()+1)
+	for g := range lead {
 		ch := make(chan bool, 1)
-		c.lead[g] = ch
+		lead[g] = ch
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
 			c.leadLoop(uint16(g), ch)
 		}()
 	}
-	for g := range c.lead {
+	c.lead.Store(&lead)
+	// A change raft reported before the channels existed was dropped;
+	// the current state stands in for it.
+	for g := range lead {
 		if r.Group(uint16(g)).IsLeader() {
 			e.LeaderChanged(uint16(g), true)
 		}
@@ -158,10 +163,14 @@ func (e *Engine) StartCluster(r Replication) error {
 // group g. It never blocks: raft's goroutines call it.
 func (e *Engine) LeaderChanged(g uint16, leader bool) {
 	c := e.cl
-	if c == nil || int(g) >= len(c.lead) {
+	if c == nil {
 		return
 	}
-	ch := c.lead[g]
+	lead := c.lead.Load()
+	if lead == nil || int(g) >= len(*lead) {
+		return
+	}
+	ch := (*lead)[g]
 	for {
 		select {
 		case ch <- leader:
