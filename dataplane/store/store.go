@@ -20,6 +20,7 @@ type Store struct {
 	eng  engine
 	life lifecycle
 	pool sync.Pool // *Batch
+	raft raftGroups // one RaftLog per raft group (raft_log.go)
 }
 
 func newStore(e engine) *Store {
