@@ -1,0 +1,415 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/hashicorp/raft"
+)
+
+func mustRaftLog(t testing.TB, s *Store, group uint16) *RaftLog {
+	t.Helper()
+	l, err := s.RaftLog(group)
+	if err != nil {
+		t.Fatalf("raft log %d: %v", group, err)
+	}
+	return l
+}
+
+// raftEntries returns entries [from, to] with every field set.
+func raftEntries(from, to uint64, size int) []*raft.Log {
+	var out []*raft.Log
+	for i := from; i <= to; i++ {
+		e := &raft.Log{
+			Index:      i,
+			Term:       i/4 + 1,
+			Type:       raft.LogType(i % 6),
+			Data:       bytes.Repeat([]byte{byte(i)}, size),
+			AppendedAt: time.Unix(1700000000, int64(i)).UTC(),
+		}
+		if i%3 == 0 {
+			e.Extensions = []byte(fmt.Sprintf("ext-%d", i))
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func sameLog(a, b *raft.Log) bool {
+	return a.Index == b.Index && a.Term == b.Term && a.Type == b.Type &&
+		bytes.Equal(a.Data, b.Data) && bytes.Equal(a.Extensions, b.Extensions) &&
+		a.AppendedAt.Equal(b.AppendedAt)
+}
+
+func wantBounds(t testing.TB, l *RaftLog, first, last uint64) {
+	t.Helper()
+	f, err := l.FirstIndex()
+	must(t, err)
+	la, err := l.LastIndex()
+	must(t, err)
+	if f != first || la != last {
+		t.Fatalf("group %d bounds [%d, %d], want [%d, %d]", l.Group(), f, la, first, last)
+	}
+}
+
+func wantEntries(t testing.TB, l *RaftLog, want []*raft.Log) {
+	t.Helper()
+	for _, w := range want {
+		var got raft.Log
+		if err := l.GetLog(w.Index, &got); err != nil {
+			t.Fatalf("get %d: %v", w.Index, err)
+		}
+		if !sameLog(&got, w) {
+			t.Fatalf("entry %d: got %+v, want %+v", w.Index, got, *w)
+		}
+	}
+}
+
+// TestRaftLogContract is raft's LogStore contract (what its own store
+// tests check) plus what IsMonotonic promises, on both engines.
+func TestRaftLogContract(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		l := mustRaftLog(t, h.s, 1)
+		if l2 := mustRaftLog(t, h.s, 1); l2 != l {
+			t.Fatal("two RaftLogs for one group")
+		}
+		if !l.IsMonotonic() {
+			t.Fatal("not monotonic")
+		}
+		wantBounds(t, l, 0, 0)
+		var e raft.Log
+		if err := l.GetLog(1, &e); err != raft.ErrLogNotFound {
+			t.Fatalf("get from empty log: %v", err)
+		}
+		all := raftEntries(1, 20, 100)
+		must(t, l.StoreLog(all[0]))
+		must(t, l.StoreLogs(all[1:10]))
+		must(t, l.StoreLogs(all[10:]))
+		wantBounds(t, l, 1, 20)
+		wantEntries(t, l, all)
+		// Entries with nothing optional survive as they were.
+		bare := &raft.Log{Index: 21, Term: 9}
+		must(t, l.StoreLog(bare))
+		wantEntries(t, l, []*raft.Log{bare})
+		// A gap, a repeat and a non-consecutive batch are refused.
+		for _, bad := range [][]*raft.Log{
+			raftEntries(23, 23, 1),
+			raftEntries(21, 21, 1),
+			{raftEntries(22, 22, 1)[0], raftEntries(24, 24, 1)[0]},
+		} {
+			if err := l.StoreLogs(bad); err == nil {
+				t.Fatalf("stored %d entries from %d after 21", len(bad), bad[0].Index)
+			}
+		}
+		wantBounds(t, l, 1, 21)
+		// Another group is another log.
+		other := mustRaftLog(t, h.s, 2)
+		wantBounds(t, other, 0, 0)
+		must(t, other.StoreLogs(raftEntries(5, 6, 10)))
+		wantBounds(t, other, 5, 6)
+		// Compaction from the head, a conflicting tail cut, then all.
+		must(t, l.DeleteRange(1, 5))
+		wantBounds(t, l, 6, 21)
+		if err := l.GetLog(5, &e); err != raft.ErrLogNotFound {
+			t.Fatalf("deleted entry: %v", err)
+		}
+		must(t, l.DeleteRange(18, 21))
+		wantBounds(t, l, 6, 17)
+		must(t, l.StoreLogs(raftEntries(18, 19, 7)))
+		wantEntries(t, l, raftEntries(18, 19, 7))
+		wantEntries(t, l, all[5:17])
+		if h.reopen() {
+			l = mustRaftLog(t, h.s, 1)
+			wantBounds(t, l, 6, 19)
+			wantEntries(t, l, all[5:17])
+		}
+		must(t, l.DeleteRange(6, 19))
+		wantBounds(t, l, 0, 0)
+		// An empty log takes any index (raft after installing a snapshot).
+		must(t, l.StoreLogs(raftEntries(100, 101, 1)))
+		wantBounds(t, l, 100, 101)
+		must(t, l.DeleteRange(0, ^uint64(0)))
+		wantBounds(t, l, 0, 0)
+		wantBounds(t, mustRaftLog(t, h.s, 2), 5, 6)
+	})
+}
+
+func TestRaftStableStore(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		l := mustRaftLog(t, h.s, 3)
+		// raft tells a missing key by its text.
+		if _, err := l.Get([]byte("LastVoteCand")); err == nil || err.Error() != "not found" {
+			t.Fatalf("missing key: %v", err)
+		}
+		if _, err := l.GetUint64([]byte("CurrentTerm")); err == nil || err.Error() != "not found" {
+			t.Fatalf("missing integer: %v", err)
+		}
+		must(t, l.Set([]byte("LastVoteCand"), []byte("n2")))
+		must(t, l.SetUint64([]byte("CurrentTerm"), 7))
+		must(t, mustRaftLog(t, h.s, 4).SetUint64([]byte("CurrentTerm"), 99))
+		if h.reopen() {
+			l = mustRaftLog(t, h.s, 3)
+		}
+		if v, err := l.Get([]byte("LastVoteCand")); err != nil || string(v) != "n2" {
+			t.Fatalf("vote: %q, %v", v, err)
+		}
+		if v, err := l.GetUint64([]byte("CurrentTerm")); err != nil || v != 7 {
+			t.Fatalf("term: %d, %v", v, err)
+		}
+		// The stable records are raft state: a group with only a term has
+		// state.
+		if ok, err := h.s.HasState(4); err != nil || !ok {
+			t.Fatalf("group with a term: HasState %v, %v", ok, err)
+		}
+	})
+}
+
+func TestRaftCommitIndex(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		l := mustRaftLog(t, h.s, 1)
+		if c, err := l.GetCommitIndex(); err != nil || c != 0 {
+			t.Fatalf("fresh commit index %d, %v", c, err)
+		}
+		must(t, l.StageCommitIndex(3))
+		if c, _ := l.GetCommitIndex(); c != 0 {
+			t.Fatalf("staged commit index visible before StoreLogs: %d", c)
+		}
+		must(t, l.StoreLogs(raftEntries(1, 5, 1)))
+		if c, err := l.GetCommitIndex(); err != nil || c != 3 {
+			t.Fatalf("commit index %d, %v", c, err)
+		}
+		// Never above the last entry.
+		must(t, l.StageCommitIndex(9))
+		must(t, l.StoreLogs(raftEntries(6, 6, 1)))
+		if c, _ := l.GetCommitIndex(); c != 6 {
+			t.Fatalf("commit index %d, want clamped to 6", c)
+		}
+		must(t, l.DeleteRange(5, 6))
+		if c, _ := l.GetCommitIndex(); c != 4 {
+			t.Fatalf("commit index %d after the tail went, want 4", c)
+		}
+	})
+}
+
+// TestRaftCorruptionDetected plants bad raft records behind the codec's
+// back: every read reports ErrCorrupt, never an entry.
+func TestRaftCorruptionDetected(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		l := mustRaftLog(t, h.s, 1)
+		must(t, l.StoreLogs(raftEntries(1, 4, 50)))
+		must(t, l.SetUint64([]byte("CurrentTerm"), 2))
+		var e raft.Log
+		for bit := range 8 {
+			key := raftLogKey(nil, 1, 2)
+			v := h.rawGet(key)
+			orig := bytes.Clone(v)
+			v[(bit*7)%len(v)] ^= 1 << bit
+			h.rawSet(key, v)
+			wantErr(t, l.GetLog(2, &e), ErrCorrupt)
+			h.rawSet(key, orig)
+		}
+		// A valid entry under another index.
+		h.rawSet(raftLogKey(nil, 1, 3), h.rawGet(raftLogKey(nil, 1, 4)))
+		wantErr(t, l.GetLog(3, &e), ErrCorrupt)
+		// A truncated entry.
+		h.rawSet(raftLogKey(nil, 1, 4), []byte{1, 2})
+		err := l.GetLog(4, &e)
+		wantErr(t, err, ErrCorrupt)
+		if !strings.Contains(err.Error(), "raft group 1 log entry 4") {
+			t.Errorf("corruption error lacks context: %v", err)
+		}
+		must(t, l.GetLog(1, &e))
+		key := raftStableKey(nil, 1, []byte("CurrentTerm"))
+		v := h.rawGet(key)
+		v[3] ^= 0x10
+		h.rawSet(key, v)
+		_, err = l.GetUint64([]byte("CurrentTerm"))
+		wantErr(t, err, ErrCorrupt)
+		h.rawSet(raftKey(nil, 1, raftKindApplied), []byte{9, 9, 9, 9, 9})
+		_, _, err = h.s.Applied(1)
+		wantErr(t, err, ErrCorrupt)
+		_, err = h.s.SnapshotStore(1).List()
+		wantErr(t, err, ErrCorrupt)
+	})
+}
+
+// TestRaftCrashKeepsSynced appends and votes from several groups at once on
+// a crash-simulating FS, crashes at a random moment (keeping unsynced data
+// at random too), and checks every acknowledged entry and stable value is
+// there, and that the log has no hole.
+func TestRaftCrashKeepsSynced(t *testing.T) {
+	for round := range 4 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			fs := vfs.NewCrashableMem()
+			s := mustOpen(t, fs)
+			const groups = 4
+			var mu sync.Mutex
+			acked := map[uint16]uint64{} // group -> last acknowledged index
+			terms := map[uint16]uint64{}
+			var stop atomic.Bool
+			enough := make(chan struct{})
+			var enoughOnce sync.Once
+			var total atomic.Int64
+			var wg sync.WaitGroup
+			for g := uint16(1); g <= groups; g++ {
+				wg.Go(func() {
+					l := mustRaftLog(t, s, g)
+					for i := uint64(1); !stop.Load(); i += 4 {
+						if err := l.StoreLogs(raftEntries(i, i+3, 200)); err != nil {
+							return
+						}
+						mu.Lock()
+						acked[g] = i + 3
+						mu.Unlock()
+						if i%16 == 1 {
+							if err := l.SetUint64([]byte("CurrentTerm"), i); err != nil {
+								return
+							}
+							mu.Lock()
+							terms[g] = i
+							mu.Unlock()
+						}
+						if total.Add(4) >= int64(200*(round+1)) {
+							enoughOnce.Do(func() { close(enough) })
+						}
+					}
+				})
+			}
+			<-enough
+			mu.Lock()
+			wantLast := map[uint16]uint64{}
+			wantTerm := map[uint16]uint64{}
+			for g, v := range acked {
+				wantLast[g] = v
+			}
+			for g, v := range terms {
+				wantTerm[g] = v
+			}
+			mu.Unlock()
+			rng := rand.New(rand.NewPCG(uint64(round), 7))
+			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: round * 30, RNG: rng})
+			stop.Store(true)
+			wg.Wait()
+			_ = s.Close()
+
+			s2 := mustOpen(t, crashed)
+			defer s2.Close()
+			for g := uint16(1); g <= groups; g++ {
+				l := mustRaftLog(t, s2, g)
+				first, _ := l.FirstIndex()
+				last, err := l.LastIndex()
+				must(t, err)
+				if first != 1 || last < wantLast[g] {
+					t.Fatalf("group %d: log [%d, %d] after crash, %d acknowledged", g, first, last, wantLast[g])
+				}
+				wantEntries(t, l, raftEntries(1, last, 200))
+				if wantTerm[g] != 0 {
+					if v, err := l.GetUint64([]byte("CurrentTerm")); err != nil || v < wantTerm[g] {
+						t.Fatalf("group %d: term %d, %v after crash, %d acknowledged", g, v, err, wantTerm[g])
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestRaftAppliedAndRepair(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		for g := range uint16(3) {
+			if ok, err := h.s.HasState(g); err != nil || ok {
+				t.Fatalf("fresh group %d: HasState %v, %v", g, ok, err)
+			}
+		}
+		if i, tm, err := h.s.Applied(1); err != nil || i != 0 || tm != 0 {
+			t.Fatalf("fresh applied %d/%d, %v", i, tm, err)
+		}
+		h.apply(func(b *Batch) {
+			b.PutMsg(1<<48+1, msg(1, "a", "x"))
+			b.PutApplied(1, 10, 2)
+		})
+		if i, tm, err := h.s.Applied(1); err != nil || i != 10 || tm != 2 {
+			t.Fatalf("applied %d/%d, %v", i, tm, err)
+		}
+		if ok, _ := h.s.HasState(1); !ok {
+			t.Fatal("group with an applied record has no state")
+		}
+		if ok, _ := h.s.HasState(2); ok {
+			t.Fatal("group 2 has state")
+		}
+		l := mustRaftLog(t, h.s, 2)
+		if ok, err := l.NeedsRepair(); err != nil || ok {
+			t.Fatalf("fresh NeedsRepair %v, %v", ok, err)
+		}
+		must(t, h.s.SetRepair(2))
+		if h.reopen() {
+			l = mustRaftLog(t, h.s, 2)
+		}
+		if ok, err := l.NeedsRepair(); err != nil || !ok {
+			t.Fatalf("NeedsRepair after SetRepair %v, %v", ok, err)
+		}
+		if ok, _ := h.s.NeedsRepair(1); ok {
+			t.Fatal("marker leaked to group 1")
+		}
+		// A damaged marker still says repair.
+		key := raftKey(nil, 2, raftKindRepair)
+		h.rawSet(key, []byte{1, 2, 3, 4, 5})
+		if ok, err := h.s.NeedsRepair(2); !ok || !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("damaged marker: %v, %v", ok, err)
+		}
+		must(t, h.s.ClearRepair(2))
+		if ok, err := h.s.NeedsRepair(2); err != nil || ok {
+			t.Fatalf("NeedsRepair after ClearRepair %v, %v", ok, err)
+		}
+	})
+}
+
+// countSyncs counts WAL fsyncs.
+func countSyncs(n *atomic.Int64) errorfs.Injector {
+	return errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if strings.HasSuffix(op.Path, ".log") {
+			switch op.Kind {
+			case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
+				n.Add(1)
+			}
+		}
+		return nil
+	})
+}
+
+// BenchmarkRaftStoreLogs appends 64 entries of 1 KiB per call, as a leader
+// does with a full MaxAppendEntries batch, on the real disk.
+func BenchmarkRaftStoreLogs(b *testing.B) {
+	var syncs atomic.Int64
+	s, err := Open(Options{Dir: b.TempDir(), FS: errorfs.Wrap(vfs.Default, countSyncs(&syncs))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	l := mustRaftLog(b, s, 1)
+	const per = 64
+	batch := raftEntries(1, per, 1024)
+	b.SetBytes(per * 1024)
+	b.ResetTimer()
+	syncs.Store(0)
+	next := uint64(1)
+	for range b.N {
+		for i, e := range batch {
+			e.Index = next + uint64(i)
+		}
+		if err := l.StoreLogs(batch); err != nil {
+			b.Fatal(err)
+		}
+		next += per
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(syncs.Load())/float64(b.N), "fsyncs/op")
+}
