@@ -24,7 +24,7 @@ import (
 //	0x20 stream(8) 0x05  time(ts) msgid(esc)              dedup by time: seq
 //	0x20 stream(8) 0x06  consumer(esc) 0x01               consumer config JSON
 //	0x20 stream(8) 0x06  consumer(esc) 0x02               consumer state bytes
-//	0x30 group(2) 0x01   idx(8)                           raft log entry (raftlog_codec.go)
+//	0x30 group(2) 0x01   idx(8)                           raft log entry (raft_codec.go)
 //	0x30 group(2) 0x02   name (raw, to the end)           raft stable value (term, vote)
 //	0x30 group(2) 0x03   -                                FSM applied {index, term}
 //	0x30 group(2) 0x04   -                                repair marker (empty)
