@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/hashicorp/raft"
 )
 
@@ -372,24 +371,47 @@ func TestRaftAppliedAndRepair(t *testing.T) {
 	})
 }
 
-// countSyncs counts WAL fsyncs.
-func countSyncs(n *atomic.Int64) errorfs.Injector {
-	return errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if strings.HasSuffix(op.Path, ".log") {
-			switch op.Kind {
-			case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
-				n.Add(1)
-			}
-		}
-		return nil
-	})
+// syncCountingFS counts the fsyncs of WAL files, recycled ones included
+// (errorfs does not wrap the files ReuseForWrite returns).
+type syncCountingFS struct {
+	vfs.FS
+	n *atomic.Int64
+}
+
+func (fs syncCountingFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return syncCountingFile{f, fs.n}, nil
+}
+
+func (fs syncCountingFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	return fs.wrap(name, f, err)
+}
+
+func (fs syncCountingFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname, c)
+	return fs.wrap(newname, f, err)
+}
+
+type syncCountingFile struct {
+	vfs.File
+	n *atomic.Int64
+}
+
+func (f syncCountingFile) Sync() error     { f.n.Add(1); return f.File.Sync() }
+func (f syncCountingFile) SyncData() error { f.n.Add(1); return f.File.SyncData() }
+func (f syncCountingFile) SyncTo(length int64) (bool, error) {
+	f.n.Add(1)
+	return f.File.SyncTo(length)
 }
 
 // BenchmarkRaftStoreLogs appends 64 entries of 1 KiB per call, as a leader
 // does with a full MaxAppendEntries batch, on the real disk.
 func BenchmarkRaftStoreLogs(b *testing.B) {
 	var syncs atomic.Int64
-	s, err := Open(Options{Dir: b.TempDir(), FS: errorfs.Wrap(vfs.Default, countSyncs(&syncs))})
+	s, err := Open(Options{Dir: b.TempDir(), FS: syncCountingFS{vfs.Default, &syncs}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -410,6 +432,41 @@ func BenchmarkRaftStoreLogs(b *testing.B) {
 		}
 		next += per
 	}
+	b.StopTimer()
+	b.ReportMetric(float64(syncs.Load())/float64(b.N), "fsyncs/op")
+}
+
+// BenchmarkRaftStoreLogsGroups is BenchmarkRaftStoreLogs with 12 groups
+// appending at once, as the partitions of a busy node do: their synced
+// commits share fsyncs.
+func BenchmarkRaftStoreLogsGroups(b *testing.B) {
+	var syncs atomic.Int64
+	s, err := Open(Options{Dir: b.TempDir(), FS: syncCountingFS{vfs.Default, &syncs}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const per, groups = 64, 12
+	var nextGroup atomic.Int32
+	b.SetBytes(per * 1024)
+	b.SetParallelism((groups + 1) / 2) // GOMAXPROCS is 2 here: 12 goroutines
+	b.ResetTimer()
+	syncs.Store(0)
+	b.RunParallel(func(pb *testing.PB) {
+		l := mustRaftLog(b, s, uint16(nextGroup.Add(1)))
+		batch := raftEntries(1, per, 1024)
+		next := uint64(1)
+		for pb.Next() {
+			for i, e := range batch {
+				e.Index = next + uint64(i)
+			}
+			if err := l.StoreLogs(batch); err != nil {
+				b.Error(err)
+				return
+			}
+			next += per
+		}
+	})
 	b.StopTimer()
 	b.ReportMetric(float64(syncs.Load())/float64(b.N), "fsyncs/op")
 }
