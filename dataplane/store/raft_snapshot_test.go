@@ -36,8 +36,8 @@ func populate(h *harness, tag string) {
 			b.PutConsumer(id, "C"+tag, []byte("cfg"))
 			b.PutDedup(id, DedupEntry{ID: tag, Seq: 1, Time: 1})
 		}
-		b.set([]byte{prefixMetaCat, 'a', byte(len(tag))}, []byte(tag))
-		b.set([]byte("\x40stream/"+tag), []byte("meta of "+tag))
+		b.PutMetaRecord([]byte{'a', byte(len(tag))}, []byte(tag))
+		b.PutMetaRecord([]byte("stream/"+tag), []byte("meta of "+tag))
 		b.PutAppliedConfig(1, 9, 2, testConf)
 		b.PutApplied(1, 12, 3)
 		b.PutAppliedConfig(0, 4, 1, testConf)
@@ -330,5 +330,39 @@ func TestRaftSnapshotLocal(t *testing.T) {
 		if n := len(dump(t, h.s, raftKey(nil, 1, raftKindStaging), raftKey(nil, 1, raftKindStaging+1))); n != 0 {
 			t.Fatalf("%d staged chunks after Cancel", n)
 		}
+	})
+}
+
+func TestMetaRecords(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		h.apply(func(b *Batch) {
+			b.PutMetaRecord([]byte("stream/b"), []byte("2"))
+			b.PutMetaRecord([]byte("stream/a"), []byte("1"))
+			b.PutMetaRecord([]byte("node/n1"), []byte("up"))
+			b.PutMetaRecord([]byte("streamz"), []byte("other"))
+		})
+		if v, err := h.s.MetaRecord([]byte("node/n1")); err != nil || string(v) != "up" {
+			t.Fatalf("get: %q, %v", v, err)
+		}
+		_, err := h.s.MetaRecord([]byte("node/n2"))
+		wantErr(t, err, ErrNotFound)
+		var got []string
+		must(t, h.s.MetaRecords([]byte("stream/"), func(k, v []byte) error {
+			got = append(got, string(k)+"="+string(v))
+			return nil
+		}))
+		if !slices.Equal(got, []string{"stream/a=1", "stream/b=2"}) {
+			t.Fatalf("scan: %q", got)
+		}
+		h.apply(func(b *Batch) { b.DeleteMetaRecord([]byte("stream/a")) })
+		_, err = h.s.MetaRecord([]byte("stream/a"))
+		wantErr(t, err, ErrNotFound)
+		k := metaCatalogKey(nil, []byte("node/n1"))
+		v := h.rawGet(k)
+		v[0] ^= 1
+		h.rawSet(k, v)
+		_, err = h.s.MetaRecord([]byte("node/n1"))
+		wantErr(t, err, ErrCorrupt)
+		wantErr(t, h.s.MetaRecords(nil, func(k, v []byte) error { return nil }), ErrCorrupt)
 	})
 }
