@@ -49,10 +49,14 @@ type RaftLog struct {
 type raftGroups struct {
 	mu   sync.Mutex
 	logs map[uint16]*RaftLog
+	// pending holds, per group, a received and verified snapshot that
+	// RestoreSnapshot has yet to install (raft_snapshot.go).
+	pending map[uint16]staged
 }
 
 // RaftLog returns group's log and stable store. Every call for a group
-// returns the same RaftLog.
+// returns the same RaftLog. The memory engine serves it too (for tests):
+// the same records, nothing durable.
 func (s *Store) RaftLog(group uint16) (*RaftLog, error) {
 	if err := s.life.acquire(); err != nil {
 		return nil, err

@@ -85,10 +85,12 @@ func (f *kvFSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] 
 // applied batch is committed before Apply returns.
 func (f *kvFSM) Snapshot() (raft.FSMSnapshot, error) { return placeSnapshot{}, nil }
 
-// Restore runs after a received snapshot was installed by the sink: the
-// data is in place, so it only reloads what the FSM keeps in memory.
+// Restore installs the received snapshot the sink verified, then reloads
+// what the FSM keeps in memory.
 func (f *kvFSM) Restore(rc io.ReadCloser) error {
-	defer rc.Close()
+	if err := f.s.RestoreSnapshot(f.group, rc); err != nil {
+		return err
+	}
 	i, _, err := f.s.Applied(f.group)
 	if err != nil {
 		return err

@@ -17,7 +17,8 @@ import (
 // with the applied index in the same batches, so a group's snapshot is
 // its key ranges as they are now (hashicorp/vault's BoltSnapshotStore does
 // the same): List describes the applied state, Open streams the ranges
-// from a Pebble snapshot, and a received stream replaces the ranges.
+// from a Pebble snapshot, a sink stages and verifies a received stream,
+// and RestoreSnapshot (the FSM's Restore) replaces the ranges with it.
 //
 // Stream format (all of it covered by the trailer):
 //
@@ -54,9 +55,10 @@ type raftSnapshots struct {
 }
 
 // SnapshotStore returns group's raft.SnapshotStore (see the comment at the
-// top of raft_snapshot.go). Use it with raft's NoSnapshotRestoreOnStart:
-// the state is already in place at start, only the snapshot's metadata is
-// needed then.
+// top of raft_snapshot.go). Use it with raft's NoSnapshotRestoreOnStart
+// (the state is already in place at start, only the snapshot's metadata
+// is needed then), an FSM whose Restore calls RestoreSnapshot, and one
+// SnapshotStore per group and Store.
 func (s *Store) SnapshotStore(group uint16) raft.SnapshotStore {
 	return &raftSnapshots{s: s, group: group}
 }
@@ -114,6 +116,9 @@ func (r *raftSnapshots) applied(rd reader) (appliedState, bool, error) {
 // snapshot id. The stream is produced as it is read; until the reader is
 // closed it counts as a call in progress (Store.Close waits for it).
 func (r *raftSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	if id == r.receivedID() {
+		return r.openReceived()
+	}
 	if id != r.id() {
 		return nil, nil, fmt.Errorf("store: raft group %d: no snapshot %q", r.group, id)
 	}
@@ -262,41 +267,56 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 //   - to receive a leader's snapshot (the stream Open produces): the sink
 //     stages the stream in the store as it arrives, and on Close verifies
 //     it whole (trailer, framing, every record's checksum and key range)
-//     before touching the group's ranges. A stream that fails is
+//     without touching the group's ranges. A stream that fails is
 //     discarded and the group is left as it was.
 //
-// Installing a verified stream sets the repair marker (fsynced), replaces
-// the group's ranges (range deletes, then the records in batches), and
-// finally writes the applied record and configuration and clears the
-// marker in one fsynced batch. A crash in between leaves the marker set,
-// so NeedsRepair reports it at restart.
+// A verified stream is installed by RestoreSnapshot, which the FSM's
+// Restore calls: raft calls Restore on its FSM goroutine, after the
+// entries it was applying, so nothing applies over the new state. (The
+// sink's Close runs on raft's main goroutine while the FSM may still be
+// applying older entries to the same ranges.)
 func (r *raftSnapshots) Create(version raft.SnapshotVersion, index, term uint64, conf raft.Configuration,
 	confIndex uint64, _ raft.Transport) (raft.SnapshotSink, error) {
 	if version != raft.SnapshotVersionMax {
 		return nil, fmt.Errorf("store: raft group %d: unsupported snapshot version %d", r.group, version)
 	}
 	return &snapshotSink{
-		r:    r,
-		meta: appliedState{index: index, term: term, confIndex: confIndex, conf: conf},
+		r:  r,
+		st: staged{meta: appliedState{index: index, term: term, confIndex: confIndex, conf: conf}},
 	}, nil
 }
 
-// snapshotSink receives one snapshot (see Create). Used by one goroutine.
-type snapshotSink struct {
-	r    *raftSnapshots
-	meta appliedState
-
-	written int64
-	// buf holds what is not yet staged; the last crcLen bytes received
-	// stay in it, as they may be the trailer.
-	buf    []byte
-	crc    uint32 // of what is staged
-	chunks uint64 // staged so far
-	err    error  // the first failure; the sink is done
-	done   bool
+// staged describes a received stream in the group's staging records.
+type staged struct {
+	meta   appliedState // what raft asked for, and the stream holds
+	chunks uint64       // staging records, numbered from 0
+	crc    uint32       // of the staged bytes
+	size   int64        // of the stream, trailer included
 }
 
-func (k *snapshotSink) ID() string { return k.r.id() }
+// receivedID names a received snapshot, waiting for RestoreSnapshot.
+func (r *raftSnapshots) receivedID() string { return r.id() + "-received" }
+
+// snapshotSink receives one snapshot (see Create). Used by one goroutine.
+type snapshotSink struct {
+	r  *raftSnapshots
+	st staged
+
+	// buf holds what is not yet staged; the last crcLen bytes received
+	// stay in it, as they may be the trailer.
+	buf  []byte
+	err  error // the first failure; the sink is done
+	done bool
+}
+
+// ID is the received snapshot's id once bytes arrived, the group's own
+// otherwise (raft asks after Close).
+func (k *snapshotSink) ID() string {
+	if k.st.size > 0 {
+		return k.r.receivedID()
+	}
+	return k.r.id()
+}
 
 func (k *snapshotSink) Write(p []byte) (int, error) {
 	if k.err != nil {
@@ -305,13 +325,14 @@ func (k *snapshotSink) Write(p []byte) (int, error) {
 	if k.done {
 		return 0, fmt.Errorf("store: raft group %d: write to a closed snapshot sink", k.r.group)
 	}
-	if k.written == 0 && len(p) > 0 {
+	if k.st.size == 0 && len(p) > 0 {
 		// Whatever an earlier receive left staged goes first.
-		if k.err = k.clearStaging(false); k.err != nil {
+		k.r.s.raft.takePending(k.r.group)
+		if k.err = clearStaging(k.r.s, k.r.group); k.err != nil {
 			return 0, k.err
 		}
 	}
-	k.written += int64(len(p))
+	k.st.size += int64(len(p))
 	k.buf = append(k.buf, p...)
 	if len(k.buf) >= snapshotChunk+crcLen {
 		n := len(k.buf) - crcLen
@@ -325,26 +346,27 @@ func (k *snapshotSink) Write(p []byte) (int, error) {
 
 // stage writes one chunk of the stream under the group's staging keys.
 func (k *snapshotSink) stage(chunk []byte) error {
-	k.crc = crc32.Update(k.crc, castagnoli, chunk)
+	k.st.crc = crc32.Update(k.st.crc, castagnoli, chunk)
 	b := k.r.s.NewBatch()
 	defer b.Close()
-	b.key = raftStagingKey(b.key[:0], k.r.group, k.chunks)
+	b.key = raftStagingKey(b.key[:0], k.r.group, k.st.chunks)
 	b.set(b.key, chunk)
 	if err := b.Commit(false); err != nil {
 		return fmt.Errorf("store: raft group %d stage snapshot: %w", k.r.group, err)
 	}
-	k.chunks++
+	k.st.chunks++
 	return nil
 }
 
-func (k *snapshotSink) clearStaging(sync bool) error {
-	b := k.r.s.NewBatch()
+// clearStaging removes whatever is staged for the group.
+func clearStaging(s *Store, group uint16) error {
+	b := s.NewBatch()
 	defer b.Close()
-	b.key = raftKey(b.key[:0], k.r.group, raftKindStaging)
-	b.key2 = prefixEnd(raftKey(b.key2[:0], k.r.group, raftKindStaging))
+	b.key = raftKey(b.key[:0], group, raftKindStaging)
+	b.key2 = prefixEnd(raftKey(b.key2[:0], group, raftKindStaging))
 	b.w.delRange(b.key, b.key2)
-	if err := b.Commit(sync); err != nil {
-		return fmt.Errorf("store: raft group %d clear staged snapshot: %w", k.r.group, err)
+	if err := b.Commit(false); err != nil {
+		return fmt.Errorf("store: raft group %d clear staged snapshot: %w", group, err)
 	}
 	return nil
 }
@@ -355,10 +377,10 @@ func (k *snapshotSink) Cancel() error {
 		return nil
 	}
 	k.done = true
-	if k.written == 0 {
+	if k.st.size == 0 {
 		return nil
 	}
-	return k.clearStaging(false)
+	return clearStaging(k.r.s, k.r.group)
 }
 
 // Close finishes the snapshot (see Create). Raft may call it twice (from
@@ -368,18 +390,20 @@ func (k *snapshotSink) Close() error {
 		return k.err
 	}
 	k.done = true
-	if k.err != nil {
-		_ = k.clearStaging(false)
-		return k.err
-	}
-	if k.written == 0 {
+	switch {
+	case k.err != nil:
+	case k.st.size == 0:
 		k.err = k.writeFloor()
 		return k.err
+	default:
+		k.err = k.verify()
 	}
-	if k.err = k.receive(); k.err != nil {
-		_ = k.clearStaging(false)
+	if k.err != nil {
+		_ = clearStaging(k.r.s, k.r.group)
+		return k.err
 	}
-	return k.err
+	k.r.s.raft.setPending(k.r.group, k.st)
+	return nil
 }
 
 // writeFloor records a snapshot raft took of the state in place.
@@ -387,22 +411,18 @@ func (k *snapshotSink) writeFloor() error {
 	b := k.r.s.NewBatch()
 	defer b.Close()
 	b.key = raftKey(b.key[:0], k.r.group, raftKindFloor)
-	b.val = appendFloor(b.val[:0], &k.meta)
+	b.val = appendFloor(b.val[:0], &k.st.meta)
 	b.setVal(b.key)
 	if err := b.Commit(true); err != nil {
-		return fmt.Errorf("store: raft group %d record snapshot at %d: %w", k.r.group, k.meta.index, err)
+		return fmt.Errorf("store: raft group %d record snapshot at %d: %w", k.r.group, k.st.meta.index, err)
 	}
 	return nil
 }
 
-// receive verifies the staged stream and installs it.
-func (k *snapshotSink) receive() error {
-	if err := k.r.s.life.acquire(); err != nil {
-		return err
-	}
-	defer k.r.s.life.release()
+// verify stages the rest of the stream and checks all of it.
+func (k *snapshotSink) verify() error {
 	if len(k.buf) < crcLen {
-		return k.corrupt("truncated: %d bytes", k.written)
+		return k.st.corrupt(k.r.group, "truncated: %d bytes", k.st.size)
 	}
 	body, trailer := k.buf[:len(k.buf)-crcLen], k.buf[len(k.buf)-crcLen:]
 	if len(body) > 0 {
@@ -410,45 +430,128 @@ func (k *snapshotSink) receive() error {
 			return err
 		}
 	}
-	if binary.LittleEndian.Uint32(trailer) != k.crc {
-		return k.corrupt("stream checksum mismatch over %d bytes", k.written)
+	if binary.LittleEndian.Uint32(trailer) != k.st.crc {
+		return k.st.corrupt(k.r.group, "stream checksum mismatch over %d bytes", k.st.size)
 	}
-	if err := k.replay(nil); err != nil {
+	if err := k.r.s.life.acquire(); err != nil {
 		return err
 	}
-	if err := k.r.s.SetRepair(k.r.group); err != nil {
+	defer k.r.s.life.release()
+	return k.st.replay(k.r.s, k.r.group, nil)
+}
+
+func (st *staged) corrupt(group uint16, format string, args ...any) error {
+	return fmt.Errorf("store: raft group %d snapshot at %d: %s: %w", group, st.meta.index, fmt.Sprintf(format, args...), ErrCorrupt)
+}
+
+// setPending and takePending hand a verified received snapshot from the
+// sink (raft's main goroutine) to RestoreSnapshot (its FSM goroutine).
+func (g *raftGroups) setPending(group uint16, st staged) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pending == nil {
+		g.pending = map[uint16]staged{}
+	}
+	g.pending[group] = st
+}
+
+func (g *raftGroups) takePending(group uint16) (staged, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st, ok := g.pending[group]
+	delete(g.pending, group)
+	return st, ok
+}
+
+func (g *raftGroups) peekPending(group uint16) (staged, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st, ok := g.pending[group]
+	return st, ok
+}
+
+// RestoreSnapshot is the FSM's Restore for a group on this store: it closes
+// rc and installs the snapshot the group's sink received and verified, if
+// there is one; otherwise the state is already in place (a snapshot raft
+// opened at start) and there is nothing to do. Call it from FSM.Restore
+// only, which raft runs on its FSM goroutine with no apply in flight, and
+// reload whatever the FSM keeps in memory for the group afterwards.
+//
+// Installing sets the repair marker (fsynced), replaces the group's ranges
+// (range deletes, then the records in batches), and finally writes the
+// applied record and configuration and clears the marker in one fsynced
+// batch. A failure or a crash in between leaves the marker set, so
+// NeedsRepair reports it, at once and at restart.
+func (s *Store) RestoreSnapshot(group uint16, rc io.ReadCloser) error {
+	if rc != nil {
+		_ = rc.Close()
+	}
+	st, ok := s.raft.takePending(group)
+	if !ok {
+		return nil
+	}
+	if err := s.life.acquire(); err != nil {
+		return err
+	}
+	defer s.life.release()
+	if err := s.SetRepair(group); err != nil {
 		return err
 	}
 	// From here a failure leaves the marker set: the ranges are no longer
 	// what they were.
-	w := &installer{s: k.r.s, b: k.r.s.NewBatch()}
+	w := &installer{s: s, b: s.NewBatch()}
 	defer w.b.Close()
-	for _, kr := range raftGroupRanges(k.r.group) {
+	for _, kr := range raftGroupRanges(group) {
 		w.b.w.delRange(kr.start, kr.end)
 	}
-	if err := k.replay(w); err != nil {
+	if err := st.replay(s, group, w); err != nil {
 		return err
 	}
 	b := w.b
-	b.key = raftKey(b.key[:0], k.r.group, raftKindStaging)
-	b.key2 = prefixEnd(raftKey(b.key2[:0], k.r.group, raftKindStaging))
+	b.key = raftKey(b.key[:0], group, raftKindStaging)
+	b.key2 = prefixEnd(raftKey(b.key2[:0], group, raftKindStaging))
 	b.w.delRange(b.key, b.key2)
-	b.key = raftKey(b.key[:0], k.r.group, raftKindFloor)
+	b.key = raftKey(b.key[:0], group, raftKindFloor)
 	b.w.del(b.key)
-	b.PutApplied(k.r.group, k.meta.index, k.meta.term)
-	b.key = raftKey(b.key[:0], k.r.group, raftKindConfig)
-	b.val = appendConfig(b.val[:0], k.meta.confIndex, k.meta.conf)
+	b.PutApplied(group, st.meta.index, st.meta.term)
+	b.key = raftKey(b.key[:0], group, raftKindConfig)
+	b.val = appendConfig(b.val[:0], st.meta.confIndex, st.meta.conf)
 	b.setVal(b.key)
-	b.key = raftKey(b.key[:0], k.r.group, raftKindRepair)
+	b.key = raftKey(b.key[:0], group, raftKindRepair)
 	b.w.del(b.key)
 	if err := b.Commit(true); err != nil {
-		return fmt.Errorf("store: raft group %d install snapshot at %d: %w", k.r.group, k.meta.index, err)
+		return fmt.Errorf("store: raft group %d install snapshot at %d: %w", group, st.meta.index, err)
 	}
 	return nil
 }
 
-func (k *snapshotSink) corrupt(format string, args ...any) error {
-	return fmt.Errorf("store: raft group %d snapshot at %d: %s: %w", k.r.group, k.meta.index, fmt.Sprintf(format, args...), ErrCorrupt)
+// openReceived streams a received snapshot back as it arrived (raft opens
+// it to hand to FSM.Restore).
+func (r *raftSnapshots) openReceived() (*raft.SnapshotMeta, io.ReadCloser, error) {
+	st, ok := r.s.raft.peekPending(r.group)
+	if !ok {
+		return nil, nil, fmt.Errorf("store: raft group %d: no received snapshot", r.group)
+	}
+	if err := r.s.life.acquire(); err != nil {
+		return nil, nil, err
+	}
+	m := r.meta(&st.meta)
+	m.ID, m.Size = r.receivedID(), st.size
+	body := &stagedReader{s: r.s, group: r.group, n: st.chunks}
+	trailer := bytes.NewReader(binary.LittleEndian.AppendUint32(nil, st.crc))
+	return m, &releasingReader{Reader: io.MultiReader(body, trailer), s: r.s}, nil
+}
+
+// releasingReader ends a call in progress on Close.
+type releasingReader struct {
+	io.Reader
+	s    *Store
+	once sync.Once
+}
+
+func (rr *releasingReader) Close() error {
+	rr.once.Do(rr.s.life.release)
+	return nil
 }
 
 // installer writes a received snapshot's records in batches.
@@ -467,10 +570,10 @@ func (w *installer) put(k, v []byte) error {
 
 // replay parses the staged stream, checking everything a record can get
 // wrong, and hands each record to w (nil: check only).
-func (k *snapshotSink) replay(w *installer) error {
-	br := bufio.NewReaderSize(&stagedReader{s: k.r.s, group: k.r.group, n: k.chunks}, 64<<10)
+func (st *staged) replay(s *Store, group uint16, w *installer) error {
+	br := bufio.NewReaderSize(&stagedReader{s: s, group: group, n: st.chunks}, 64<<10)
 	bad := func(format string, args ...any) error {
-		return k.corrupt(format, args...)
+		return st.corrupt(group, format, args...)
 	}
 	head := make([]byte, len(snapshotMagic)+3)
 	if _, err := io.ReadFull(br, head); err != nil {
@@ -479,10 +582,10 @@ func (k *snapshotSink) replay(w *installer) error {
 	if !bytes.Equal(head[:len(snapshotMagic)], snapshotMagic) || head[len(snapshotMagic)] != snapshotVersion {
 		return bad("not a snapshot stream of version %d", snapshotVersion)
 	}
-	if g := binary.BigEndian.Uint16(head[len(snapshotMagic)+1:]); g != k.r.group {
+	if g := binary.BigEndian.Uint16(head[len(snapshotMagic)+1:]); g != group {
 		return bad("stream of group %d", g)
 	}
-	metaKey := raftKey(nil, k.r.group, raftKindApplied)
+	metaKey := raftKey(nil, group, raftKindApplied)
 	meta, err := readField(br, maxSnapshotKey, bad, "metadata")
 	if err != nil {
 		return err
@@ -491,10 +594,10 @@ func (k *snapshotSink) replay(w *installer) error {
 	if err != nil {
 		return err
 	}
-	if a.index != k.meta.index || a.term != k.meta.term {
+	if a.index != st.meta.index || a.term != st.meta.term {
 		return bad("stream holds {index %d, term %d}", a.index, a.term)
 	}
-	ranges := raftGroupRanges(k.r.group)
+	ranges := raftGroupRanges(group)
 	var prev []byte
 	for {
 		key, err := readField(br, maxSnapshotKey, bad, "key")

@@ -92,7 +92,26 @@ func install(s *Store, group uint16, meta *raft.SnapshotMeta, data []byte) error
 			return err
 		}
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	// What raft does next: open the received snapshot for FSM.Restore, on
+	// the FSM goroutine.
+	got, rc, err := s.SnapshotStore(group).Open(sink.ID())
+	if err != nil {
+		return err
+	}
+	if got.Index != meta.Index || got.Size != int64(len(data)) {
+		return fmt.Errorf("received snapshot opens as %+v", got)
+	}
+	back, err := io.ReadAll(rc)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(back, data) {
+		return fmt.Errorf("received snapshot reads back differently")
+	}
+	return s.RestoreSnapshot(group, rc)
 }
 
 func newEngine(t testing.TB, kind string) *harness {
@@ -364,5 +383,44 @@ func TestMetaRecords(t *testing.T) {
 		_, err = h.s.MetaRecord([]byte("node/n1"))
 		wantErr(t, err, ErrCorrupt)
 		wantErr(t, h.s.MetaRecords(nil, func(k, v []byte) error { return nil }), ErrCorrupt)
+	})
+}
+
+// TestRaftSnapshotWaitsForRestore: a received snapshot changes nothing
+// until RestoreSnapshot (the FSM's Restore) installs it, and a Restore
+// without one (raft restoring the state in place) changes nothing.
+func TestRaftSnapshotWaitsForRestore(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, src *harness) {
+		populate(src, "src")
+		meta, data := openSnapshot(t, src.s, 1)
+		dst := newEngine(t, src.kind)
+		defer dst.close()
+		populate(dst, "dst")
+		before := dump(t, dst.s, nil, nil)
+		must(t, dst.s.RestoreSnapshot(1, nil))
+		sink, err := dst.s.SnapshotStore(1).Create(raft.SnapshotVersionMax, meta.Index, meta.Term, meta.Configuration, meta.ConfigurationIndex, nil)
+		must(t, err)
+		_, err = sink.Write(data)
+		must(t, err)
+		must(t, sink.Close())
+		var changed []kv
+		for _, r := range dump(t, dst.s, nil, nil) {
+			if r.k[0] != prefixRaft || r.k[3] != raftKindStaging {
+				changed = append(changed, r)
+			}
+		}
+		if !sameDump(before, changed) {
+			t.Fatal("a received snapshot changed the store before Restore")
+		}
+		must(t, dst.s.RestoreSnapshot(1, nil))
+		if !sameDump(groupDump(t, dst.s, 1), groupDump(t, src.s, 1)) {
+			t.Fatal("Restore did not install the received snapshot")
+		}
+		// Once installed it is gone: a second Restore changes nothing.
+		after := dump(t, dst.s, nil, nil)
+		must(t, dst.s.RestoreSnapshot(1, nil))
+		if !sameDump(after, dump(t, dst.s, nil, nil)) {
+			t.Fatal("a second Restore changed the store")
+		}
 	})
 }
