@@ -424,3 +424,40 @@ func TestRaftSnapshotWaitsForRestore(t *testing.T) {
 		}
 	})
 }
+
+// TestRaftSnapshotReaderClose: a snapshot stream closed early, or never
+// read, releases its Pebble snapshot and lets the store close; a read of a
+// corrupt record fails the stream instead of sending it.
+func TestRaftSnapshotReaderClose(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		populate(h, "src")
+		ss := h.s.SnapshotStore(1)
+		_, rc, err := ss.Open("store-group-1")
+		must(t, err)
+		must(t, rc.Close())
+		_, rc, err = ss.Open("store-group-1")
+		must(t, err)
+		buf := make([]byte, 10)
+		_, err = io.ReadFull(rc, buf)
+		must(t, err)
+		must(t, rc.Close())
+		must(t, rc.Close())
+		if _, err := rc.Read(buf); err == nil {
+			t.Fatal("read after close")
+		}
+		if _, _, err := ss.Open("store-group-2"); err == nil {
+			t.Fatal("opened another group's snapshot id")
+		}
+		k := msgKey(nil, 1<<48+7, 2)
+		v := h.rawGet(k)
+		v[len(v)-1] ^= 1
+		h.rawSet(k, v)
+		_, rc, err = ss.Open("store-group-1")
+		must(t, err)
+		_, err = io.ReadAll(rc)
+		wantErr(t, err, ErrCorrupt)
+		must(t, rc.Close())
+		must(t, h.s.Close())
+		h.s = nil
+	})
+}
