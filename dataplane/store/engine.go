@@ -13,6 +13,10 @@ type engine interface {
 	// instead of opening one per read. It sees at least what was committed
 	// when it was made; the caller closes it.
 	newCursor() (cursor, error)
+	// snapshot returns a reader frozen at the moment it is made: later
+	// commits are invisible to it, so a long read (a raft snapshot streamed
+	// to a follower) sees one consistent state. The caller closes it.
+	snapshot() (cursor, error)
 	// newBatch returns an empty batch for this engine.
 	newBatch() engineBatch
 	// sync makes every committed batch durable.

@@ -78,6 +78,18 @@ func treeScan(t *memTree, lower, upper []byte, reverse bool, fn func(k, v []byte
 // newCursor reads like the engine itself (see seekCursor).
 func (e *memEngine) newCursor() (cursor, error) { return seekCursor{e}, nil }
 
+// snapshot is the published tree, which is never mutated: holding it is
+// the snapshot.
+func (e *memEngine) snapshot() (cursor, error) { return seekCursor{treeReader{e.snap.Load()}}, nil }
+
+// treeReader reads one immutable tree.
+type treeReader struct{ t *memTree }
+
+func (r treeReader) get(key []byte, fn func(v []byte) error) error { return treeGet(r.t, key, fn) }
+func (r treeReader) scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	return treeScan(r.t, lower, upper, reverse, fn)
+}
+
 func (e *memEngine) newBatch() engineBatch { return &memBatch{e: e} }
 
 func (e *memEngine) sync() error  { return nil }
@@ -167,6 +179,8 @@ func (v memView) scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (b
 func (memView) newBatch() engineBatch { panic("store: a batch's reader is read-only") }
 func (memView) sync() error           { panic("store: a batch's reader is read-only") }
 func (memView) close() error          { return nil }
+
+func (memView) snapshot() (cursor, error) { panic("store: a batch's reader has no snapshots") }
 
 func (v memView) newCursor() (cursor, error) { return seekCursor{v}, nil }
 

@@ -271,6 +271,47 @@ func step(it *pebble.Iterator, reverse bool) bool {
 	return it.Next()
 }
 
+func (e *pebbleEngine) snapshot() (cursor, error) {
+	if err := e.failure(); err != nil {
+		return nil, err
+	}
+	return pebbleSnapshot{e: e, s: e.db.NewSnapshot()}, nil
+}
+
+// pebbleSnapshot reads a Pebble snapshot, one bounded iterator per scan.
+type pebbleSnapshot struct {
+	e *pebbleEngine
+	s *pebble.Snapshot
+}
+
+func (p pebbleSnapshot) get(key []byte, fn func(v []byte) error) error {
+	if err := p.e.failure(); err != nil {
+		return err
+	}
+	v, closer, err := p.s.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return errKeyNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("store: pebble snapshot get %s: %w", describeKey(key), err)
+	}
+	defer closer.Close()
+	return fn(v)
+}
+
+func (p pebbleSnapshot) scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	if err := p.e.failure(); err != nil {
+		return err
+	}
+	it, err := p.s.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("store: pebble snapshot iterator: %w", err)
+	}
+	return iterate(it, reverse, fn)
+}
+
+func (p pebbleSnapshot) close() error { return p.s.Close() }
+
 func (e *pebbleEngine) newBatch() engineBatch { return &pebbleBatch{e: e, b: e.db.NewBatch()} }
 
 func (e *pebbleEngine) sync() error {
@@ -372,6 +413,8 @@ func (v pebbleView) scan(lower, upper []byte, reverse bool, fn func(k, v []byte)
 func (pebbleView) newBatch() engineBatch { panic("store: a batch's reader is read-only") }
 func (pebbleView) sync() error           { panic("store: a batch's reader is read-only") }
 func (pebbleView) close() error          { return nil }
+
+func (pebbleView) snapshot() (cursor, error) { panic("store: a batch's reader has no snapshots") }
 
 func (v pebbleView) newCursor() (cursor, error) { return seekCursor{v}, nil }
 

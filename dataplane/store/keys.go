@@ -24,6 +24,22 @@ import (
 //	0x20 stream(8) 0x05  time(ts) msgid(esc)              dedup by time: seq
 //	0x20 stream(8) 0x06  consumer(esc) 0x01               consumer config JSON
 //	0x20 stream(8) 0x06  consumer(esc) 0x02               consumer state bytes
+//	0x30 group(2) 0x01   idx(8)                           raft log entry (raft_codec.go)
+//	0x30 group(2) 0x02   name (raw, to the end)           raft stable value (term, vote)
+//	0x30 group(2) 0x03   -                                FSM applied {index, term}
+//	0x30 group(2) 0x04   -                                repair marker (empty)
+//	0x30 group(2) 0x05   -                                raft commit index
+//	0x30 group(2) 0x06   -                                FSM applied configuration {index, servers}
+//	0x30 group(2) 0x07   -                                snapshot floor {index, term, configuration}
+//	0x30 group(2) 0x08   chunk(8)                         received snapshot, staged until verified
+//	0x40                 (the meta group's own keys)      meta catalog records
+//
+// Raft keys (0x30) belong to one raft group: group 0 is the meta group,
+// groups 1..P the partitions. A group's replicated state is its key
+// ranges (raftGroupRanges): for partition p the catalog and data records
+// of the streams with ids in [p<<48, (p+1)<<48), for the meta group
+// everything under 0x40. R1 streams (ids below 1<<48) belong to no
+// group, so restoring a partition's snapshot never touches them.
 //
 // Why this shape:
 //   - Start-up scans only 0x10: two small records per stream, adjacent, in
@@ -43,6 +59,20 @@ const (
 	prefixFormat  byte = 0x01
 	prefixCatalog byte = 0x10
 	prefixData    byte = 0x20
+	prefixRaft    byte = 0x30
+	prefixMetaCat byte = 0x40
+)
+
+// Raft record kinds, after 0x30 group(2).
+const (
+	raftKindLog     byte = 0x01
+	raftKindStable  byte = 0x02
+	raftKindApplied byte = 0x03
+	raftKindRepair  byte = 0x04
+	raftKindCommit  byte = 0x05
+	raftKindConfig  byte = 0x06
+	raftKindFloor   byte = 0x07
+	raftKindStaging byte = 0x08
 )
 
 // Catalog record kinds, after 0x10 stream(8).
@@ -131,6 +161,58 @@ func streamDataEnd(b []byte, stream uint64) []byte {
 	return prefixEnd(streamDataStart(b, stream))
 }
 
+// raftPrefix is 0x30 group(2): the start of everything raft keeps for one
+// group.
+func raftPrefix(b []byte, group uint16) []byte {
+	return binary.BigEndian.AppendUint16(append(b, prefixRaft), group)
+}
+
+// raftKey is 0x30 group(2) kind: a group's single records, and the start of
+// its log, stable and staging records.
+func raftKey(b []byte, group uint16, kind byte) []byte {
+	return append(raftPrefix(b, group), kind)
+}
+
+func raftLogKey(b []byte, group uint16, index uint64) []byte {
+	return appendU64(raftKey(b, group, raftKindLog), index)
+}
+
+func raftStableKey(b []byte, group uint16, name []byte) []byte {
+	return append(raftKey(b, group, raftKindStable), name...)
+}
+
+func raftStagingKey(b []byte, group uint16, chunk uint64) []byte {
+	return appendU64(raftKey(b, group, raftKindStaging), chunk)
+}
+
+// partitionShift places a partition's stream ids: partition p owns
+// [p<<48, (p+1)<<48).
+const partitionShift = 48
+
+// keyRange is [start, end).
+type keyRange struct{ start, end []byte }
+
+// raftGroupRanges returns the key ranges a group's snapshot carries, in
+// key order. Group 0 is the meta group (the 0x40 catalog); group p >= 1
+// owns the catalog and data records of its streams.
+func raftGroupRanges(group uint16) []keyRange {
+	if group == 0 {
+		return []keyRange{{[]byte{prefixMetaCat}, []byte{prefixMetaCat + 1}}}
+	}
+	lo := uint64(group) << partitionShift
+	out := make([]keyRange, 0, 2)
+	for _, prefix := range []byte{prefixCatalog, prefixData} {
+		r := keyRange{start: appendU64([]byte{prefix}, lo)}
+		if group == 0xffff {
+			r.end = []byte{prefix + 1}
+		} else {
+			r.end = appendU64([]byte{prefix}, lo+1<<partitionShift)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // prefixEnd returns the smallest key greater than every key starting with
 // p, computed in place. A prefix of all 0xFF has no such key; the store never
 // builds one because every key starts with a prefix byte below 0xFF.
@@ -202,6 +284,14 @@ func describeKey(k []byte) string {
 		return fmt.Sprintf("stream %d message %d", binary.BigEndian.Uint64(k[1:9]), binary.BigEndian.Uint64(k[10:18]))
 	case len(k) >= 10 && k[0] == prefixData:
 		return fmt.Sprintf("stream %d record kind %d (key %x)", binary.BigEndian.Uint64(k[1:9]), k[9], k)
+	case len(k) == 12 && k[0] == prefixRaft && k[3] == raftKindLog:
+		return fmt.Sprintf("raft group %d log entry %d", binary.BigEndian.Uint16(k[1:3]), binary.BigEndian.Uint64(k[4:]))
+	case len(k) >= 4 && k[0] == prefixRaft && k[3] == raftKindStable:
+		return fmt.Sprintf("raft group %d stable value %q", binary.BigEndian.Uint16(k[1:3]), k[4:])
+	case len(k) >= 4 && k[0] == prefixRaft:
+		return fmt.Sprintf("raft group %d record kind %d (key %x)", binary.BigEndian.Uint16(k[1:3]), k[3], k)
+	case len(k) >= 1 && k[0] == prefixMetaCat:
+		return fmt.Sprintf("meta catalog record %q", k[1:])
 	}
 	return fmt.Sprintf("key %x", k)
 }

@@ -20,6 +20,8 @@ type Store struct {
 	eng  engine
 	life lifecycle
 	pool sync.Pool // *Batch
+	// raft holds one RaftLog per raft group (raft_log.go).
+	raft raftGroups
 }
 
 func newStore(e engine) *Store {

@@ -1,0 +1,380 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// RaftLog is one raft group's log and stable store, kept in the node's
+// Store beside the data the group replicates, so there is one WAL and one
+// stream of fsyncs for every group and every R1 stream. It implements
+// raft.LogStore, raft.StableStore, raft.MonotonicLogStore and
+// raft.CommitTrackingLogStore.
+//
+// Durability: StoreLogs, DeleteRange and the stable setters commit with
+// fsync before returning. A vote that is not on disk before the reply is a
+// double vote after a crash, and raft counts an appended entry towards a
+// quorum as soon as StoreLogs returns.
+//
+// Every record is checksummed and verified on each read: a bad entry is an
+// error wrapping ErrCorrupt, never an entry, and is never skipped.
+//
+// Threading: safe for concurrent use. Writers (raft's main goroutine
+// appending, its snapshot goroutine compacting) are serialised by the
+// group's mutex, which also guards the cached first and last index.
+type RaftLog struct {
+	s     *Store
+	group uint16
+
+	mu struct {
+		sync.Mutex
+		// loaded reports whether first and last are known. Invariant:
+		// once loaded, they equal the lowest and highest index stored
+		// (0, 0 when empty); every writer updates them under mu.
+		loaded      bool
+		first, last uint64
+		// staged is the commit index raft staged for the next StoreLogs,
+		// or 0.
+		staged uint64
+	}
+}
+
+// raftGroups holds a Store's RaftLogs, one per group, so every caller of
+// Store.RaftLog shares one index cache.
+type raftGroups struct {
+	mu   sync.Mutex
+	logs map[uint16]*RaftLog
+	// pending holds, per group, a received and verified snapshot that
+	// RestoreSnapshot has yet to install (raft_snapshot.go).
+	pending map[uint16]staged
+}
+
+// RaftLog returns group's log and stable store. Every call for a group
+// returns the same RaftLog. The memory engine serves it too (for tests):
+// the same records, nothing durable.
+func (s *Store) RaftLog(group uint16) (*RaftLog, error) {
+	if err := s.life.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.life.release()
+	s.raft.mu.Lock()
+	defer s.raft.mu.Unlock()
+	if l := s.raft.logs[group]; l != nil {
+		return l, nil
+	}
+	if s.raft.logs == nil {
+		s.raft.logs = map[uint16]*RaftLog{}
+	}
+	l := &RaftLog{s: s, group: group}
+	s.raft.logs[group] = l
+	return l, nil
+}
+
+var (
+	_ raft.LogStore               = (*RaftLog)(nil)
+	_ raft.StableStore            = (*RaftLog)(nil)
+	_ raft.MonotonicLogStore      = (*RaftLog)(nil)
+	_ raft.CommitTrackingLogStore = (*RaftLog)(nil)
+)
+
+// Group is the raft group this log belongs to.
+func (l *RaftLog) Group() uint16 { return l.group }
+
+// IsMonotonic reports true: entries are stored without gaps (StoreLogs
+// refuses a gap), so raft empties the log after installing a snapshot
+// instead of relying on a gap.
+func (l *RaftLog) IsMonotonic() bool { return true }
+
+// FirstIndex returns the lowest stored index, 0 when the log is empty.
+func (l *RaftLog) FirstIndex() (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.loadLocked(); err != nil {
+		return 0, err
+	}
+	return l.mu.first, nil
+}
+
+// LastIndex returns the highest stored index, 0 when the log is empty.
+func (l *RaftLog) LastIndex() (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.loadLocked(); err != nil {
+		return 0, err
+	}
+	return l.mu.last, nil
+}
+
+// loadLocked reads the first and last index, once, with two bounded
+// iterators over the group's log records.
+func (l *RaftLog) loadLocked() error {
+	if l.mu.loaded {
+		return nil
+	}
+	first, last, err := l.bounds()
+	if err != nil {
+		return err
+	}
+	l.mu.first, l.mu.last, l.mu.loaded = first, last, true
+	return nil
+}
+
+// bounds reads the lowest and highest stored index.
+func (l *RaftLog) bounds() (first, last uint64, err error) {
+	if err := l.s.life.acquire(); err != nil {
+		return 0, 0, err
+	}
+	defer l.s.life.release()
+	lo := raftKey(nil, l.group, raftKindLog)
+	hi := prefixEnd(bytes.Clone(lo))
+	edge := func(reverse bool) (uint64, error) {
+		var idx uint64
+		err := l.s.eng.scan(lo, hi, reverse, func(k, _ []byte) (bool, error) {
+			if len(k) != len(lo)+8 {
+				return false, corruptf(k, "bad log entry key")
+			}
+			idx = binary.BigEndian.Uint64(k[len(lo):])
+			return false, nil
+		})
+		return idx, err
+	}
+	if first, err = edge(false); err != nil {
+		return 0, 0, fmt.Errorf("store: raft group %d first index: %w", l.group, err)
+	}
+	if last, err = edge(true); err != nil {
+		return 0, 0, fmt.Errorf("store: raft group %d last index: %w", l.group, err)
+	}
+	return first, last, nil
+}
+
+// GetLog reads the entry at index into log. A missing entry is
+// raft.ErrLogNotFound itself (raft compares it with ==).
+func (l *RaftLog) GetLog(index uint64, log *raft.Log) error {
+	if err := l.s.life.acquire(); err != nil {
+		return err
+	}
+	defer l.s.life.release()
+	key := raftLogKey(nil, l.group, index)
+	err := l.s.eng.get(key, func(v []byte) error {
+		p, err := unseal(key, v)
+		if err != nil {
+			return err
+		}
+		return decodeRaftLog(key, p, index, log)
+	})
+	if errors.Is(err, errKeyNotFound) {
+		return raft.ErrLogNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("store: raft group %d get log %d: %w", l.group, index, err)
+	}
+	return nil
+}
+
+// StoreLog stores one entry (see StoreLogs).
+func (l *RaftLog) StoreLog(log *raft.Log) error { return l.StoreLogs([]*raft.Log{log}) }
+
+// StoreLogs stores entries in one batch, fsynced before it returns, with
+// the commit index raft staged since the last call. The entries must
+// continue the log without a gap (the first one is LastIndex+1 unless the
+// log is empty) and be consecutive; anything else is refused, as
+// IsMonotonic promises raft.
+func (l *RaftLog) StoreLogs(logs []*raft.Log) error {
+	if len(logs) == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.loadLocked(); err != nil {
+		return err
+	}
+	if l.mu.last != 0 && logs[0].Index != l.mu.last+1 {
+		return fmt.Errorf("store: raft group %d: entry %d does not follow the last stored entry %d", l.group, logs[0].Index, l.mu.last)
+	}
+	b := l.s.NewBatch()
+	defer b.Close()
+	for i, e := range logs {
+		if i > 0 && e.Index != logs[i-1].Index+1 {
+			return fmt.Errorf("store: raft group %d: entry %d follows entry %d", l.group, e.Index, logs[i-1].Index)
+		}
+		b.key = raftLogKey(b.key[:0], l.group, e.Index)
+		b.val = appendRaftLog(b.val[:0], e)
+		b.setVal(b.key)
+	}
+	staged := l.mu.staged
+	if staged != 0 {
+		b.key = raftKey(b.key[:0], l.group, raftKindCommit)
+		b.val = binary.AppendUvarint(b.val[:0], staged)
+		b.setVal(b.key)
+	}
+	if err := b.Commit(true); err != nil {
+		return fmt.Errorf("store: raft group %d store %d entries from %d: %w", l.group, len(logs), logs[0].Index, err)
+	}
+	if l.mu.first == 0 {
+		l.mu.first = logs[0].Index
+	}
+	l.mu.last = logs[len(logs)-1].Index
+	if l.mu.staged == staged {
+		l.mu.staged = 0
+	}
+	return nil
+}
+
+// DeleteRange removes the entries with index in [min, max] with one range
+// delete, fsynced. Raft uses it to compact the head and to cut a
+// conflicting tail.
+func (l *RaftLog) DeleteRange(min, max uint64) error {
+	if min > max {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.s.NewBatch()
+	defer b.Close()
+	b.key = raftLogKey(b.key[:0], l.group, min)
+	if max == ^uint64(0) {
+		b.key2 = prefixEnd(raftKey(b.key2[:0], l.group, raftKindLog))
+	} else {
+		b.key2 = raftLogKey(b.key2[:0], l.group, max+1)
+	}
+	b.w.delRange(b.key, b.key2)
+	if err := b.Commit(true); err != nil {
+		return fmt.Errorf("store: raft group %d delete entries [%d, %d]: %w", l.group, min, max, err)
+	}
+	// Re-read rather than reason about where the range fell: two seeks.
+	l.mu.loaded = false
+	return l.loadLocked()
+}
+
+// StageCommitIndex records index to be written with the next StoreLogs,
+// atomically with its entries (raft.CommitTrackingLogStore).
+func (l *RaftLog) StageCommitIndex(index uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.staged = index
+	return nil
+}
+
+// GetCommitIndex returns the commit index last written with entries,
+// never above LastIndex; 0 when none was written.
+func (l *RaftLog) GetCommitIndex() (uint64, error) {
+	idx, err := l.s.getUvarint(raftKey(nil, l.group, raftKindCommit))
+	if errors.Is(err, errKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: raft group %d commit index: %w", l.group, err)
+	}
+	last, err := l.LastIndex()
+	if err != nil {
+		return 0, err
+	}
+	return min(idx, last), nil
+}
+
+// Set stores a stable value (raft's current term and vote), fsynced.
+func (l *RaftLog) Set(key, val []byte) error {
+	b := l.s.NewBatch()
+	defer b.Close()
+	b.key = raftStableKey(b.key[:0], l.group, key)
+	b.set(b.key, val)
+	if err := b.Commit(true); err != nil {
+		return fmt.Errorf("store: raft group %d set %q: %w", l.group, key, err)
+	}
+	return nil
+}
+
+// Get returns a stable value. A missing key is ErrNotFound itself, whose
+// text raft checks for ("not found").
+func (l *RaftLog) Get(key []byte) ([]byte, error) {
+	if err := l.s.life.acquire(); err != nil {
+		return nil, err
+	}
+	defer l.s.life.release()
+	k := raftStableKey(nil, l.group, key)
+	var out []byte
+	err := l.s.eng.get(k, func(v []byte) error {
+		p, err := unseal(k, v)
+		out = append([]byte{}, p...)
+		return err
+	})
+	if errors.Is(err, errKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: raft group %d get %q: %w", l.group, key, err)
+	}
+	return out, nil
+}
+
+// SetUint64 stores a stable integer, fsynced.
+func (l *RaftLog) SetUint64(key []byte, val uint64) error {
+	return l.Set(key, binary.BigEndian.AppendUint64(nil, val))
+}
+
+// GetUint64 returns a stable integer; a missing key is ErrNotFound itself
+// (see Get).
+func (l *RaftLog) GetUint64(key []byte) (uint64, error) {
+	v, err := l.Get(key)
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, corruptf(raftStableKey(nil, l.group, key), "integer of %d bytes", len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// NeedsRepair reports whether the group is marked for repair (see
+// Store.SetRepair).
+func (l *RaftLog) NeedsRepair() (bool, error) { return l.s.NeedsRepair(l.group) }
+
+// CachedRaftLog is a RaftLog behind raft.LogCache, which serves recently
+// appended entries (those replication reads back at once) from memory.
+// raft.LogCache alone hides CommitTrackingLogStore, and raft refuses
+// RestoreCommittedLogs without it, so this forwards the commit index.
+type CachedRaftLog struct {
+	*raft.LogCache
+	log *RaftLog
+}
+
+var _ raft.CommitTrackingLogStore = (*CachedRaftLog)(nil)
+
+// Cached returns the log behind a raft.LogCache of capacity entries.
+func (l *RaftLog) Cached(capacity int) (*CachedRaftLog, error) {
+	c, err := raft.NewLogCache(capacity, l)
+	if err != nil {
+		return nil, fmt.Errorf("store: raft group %d log cache: %w", l.group, err)
+	}
+	return &CachedRaftLog{LogCache: c, log: l}, nil
+}
+
+// StageCommitIndex forwards to the RaftLog.
+func (c *CachedRaftLog) StageCommitIndex(index uint64) error { return c.log.StageCommitIndex(index) }
+
+// GetCommitIndex forwards to the RaftLog.
+func (c *CachedRaftLog) GetCommitIndex() (uint64, error) { return c.log.GetCommitIndex() }
+
+// getUvarint reads a sealed uvarint record.
+func (s *Store) getUvarint(key []byte) (uint64, error) {
+	if err := s.life.acquire(); err != nil {
+		return 0, err
+	}
+	defer s.life.release()
+	var out uint64
+	err := s.eng.get(key, func(v []byte) error {
+		p, err := unseal(key, v)
+		if err != nil {
+			return err
+		}
+		d := decoder{key: key, p: p}
+		out = d.uvarint()
+		return d.finish()
+	})
+	return out, err
+}
