@@ -64,6 +64,13 @@ func newMetaCatalog() *metaCatalog {
 	return &metaCatalog{accounts: map[string]map[string]*assignment{}, byID: map[uint64]*assignment{}}
 }
 
+// replace takes other's contents (a snapshot's catalog).
+func (m *metaCatalog) replace(other *metaCatalog) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.accounts, m.byID = other.accounts, other.byID
+}
+
 func (m *metaCatalog) lookup(account, name string) *assignment {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -168,44 +175,37 @@ func metaKey(account, name string) []byte {
 }
 
 // loadCatalog reads the meta catalog from the store at start-up.
-func (c *clusterState) loadCatalog(st *store.Store) error {
-	return st.MetaRecords(func(_, val []byte) error {
+func (c *clusterState) loadCatalog(st *store.Store) error { return loadCatalogInto(c.catalog, st) }
+
+func loadCatalogInto(cat *metaCatalog, st *store.Store) error {
+	return st.MetaRecords(nil, func(_, val []byte) error {
 		var a assignment
 		if err := json.Unmarshal(val, &a); err != nil || a.Config == nil {
 			return fmt.Errorf("jetstream: meta catalog record: %w", store.ErrCorrupt)
 		}
-		c.catalog.put(&a)
+		cat.put(&a)
 		return nil
 	})
 }
 
 // metaFSM applies the meta group's entries on every node: the catalog
-// record and the applied index in one batch, then the catalog in memory,
-// then the entry's request on the node that holds the stream.
+// records and the applied index in one batch, then the catalog in memory,
+// then each entry's request on the node that holds its stream.
 type metaFSM struct {
-	c       *clusterState
-	applied uint64
+	groupFSM
+	c *clusterState
 }
 
-// Apply implements raft.FSM.
-func (f *metaFSM) Apply(l *raft.Log) any {
-	if l.Type != raft.LogCommand || l.Index <= f.applied {
-		return nil
-	}
-	var ent metaEntry
-	if err := json.Unmarshal(l.Data, &ent); err != nil || ent.Asg == nil || ent.Asg.Config == nil {
-		// Every node sees the same bytes, so every node skips it alike.
-		f.c.e.log.Error("jetstream meta entry unreadable; skipped", "index", l.Index, "err", err)
-		return f.markApplied(l, nil)
-	}
-	return f.markApplied(l, &ent)
-}
-
-func (f *metaFSM) markApplied(l *raft.Log, ent *metaEntry) any {
-	st := f.c.e.opts.Store
-	b := st.NewBatch()
-	defer b.Close()
-	if ent != nil {
+// ApplyBatch implements raft.BatchingFSM.
+func (f *metaFSM) ApplyBatch(logs []*raft.Log) []any {
+	var applied []*metaEntry
+	out := f.applyBatch(logs, func(b *store.Batch, l *raft.Log) any {
+		var ent metaEntry
+		if err := json.Unmarshal(l.Data, &ent); err != nil || ent.Asg == nil || ent.Asg.Config == nil {
+			// Every node sees the same bytes, so every node skips it alike.
+			f.c.e.log.Error("jetstream meta entry unreadable; skipped", "index", l.Index, "err", err)
+			return nil
+		}
 		key := metaKey(ent.Asg.Account, ent.Asg.Name)
 		switch ent.Op {
 		case metaCreate, metaUpdate:
@@ -214,45 +214,36 @@ func (f *metaFSM) markApplied(l *raft.Log, ent *metaEntry) any {
 		case metaDelete:
 			b.DeleteMetaRecord(key)
 		}
-	}
-	b.PutApplied(0, l.Index, l.Term)
-	if err := b.Commit(false); err != nil {
-		// The store failed: this node cannot follow the log any more.
-		panic(fmt.Sprintf("jetstream meta: commit entry %d: %v", l.Index, err))
-	}
-	f.applied = l.Index
-	if ent != nil {
+		applied = append(applied, &ent)
+		return nil
+	})
+	// After the commit: what the catalog says is on disk first.
+	for _, ent := range applied {
 		f.c.applyMeta(ent)
 	}
-	return nil
+	return out
 }
+
+// Apply implements raft.FSM.
+func (f *metaFSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 
 // Snapshot implements raft.FSM: the catalog is already in the store, so
 // the snapshot store reads it from there; this writes nothing.
 func (f *metaFSM) Snapshot() (raft.FSMSnapshot, error) { return noSnapshot{}, nil }
 
-// Restore implements raft.FSM: the snapshot store installed the records;
-// the catalog in memory is read again from them.
+// Restore implements raft.FSM: the snapshot store's records are installed
+// and the catalog in memory is read again from them.
 func (f *metaFSM) Restore(rc io.ReadCloser) error {
-	rc.Close()
-	f.c.catalog = newMetaCatalog()
-	if err := f.c.loadCatalog(f.c.e.opts.Store); err != nil {
+	if err := f.restore(rc); err != nil {
 		return err
 	}
-	idx, _, err := f.c.e.opts.Store.Applied(0)
-	if err != nil {
+	cat := newMetaCatalog()
+	if err := loadCatalogInto(cat, f.st); err != nil {
 		return err
 	}
-	f.applied = idx
+	f.c.catalog.replace(cat)
 	return nil
 }
-
-// noSnapshot is the FSM half of a snapshot whose data the snapshot store
-// takes from the store itself.
-type noSnapshot struct{}
-
-func (noSnapshot) Persist(sink raft.SnapshotSink) error { return sink.Close() }
-func (noSnapshot) Release()                             {}
 
 // applyMeta brings this node in line with one applied meta entry.
 func (c *clusterState) applyMeta(ent *metaEntry) {

@@ -115,8 +115,16 @@ func startTestCluster(t *testing.T, n, parts int, acc *fakeAccount) []*testNode 
 			conf.Logger = hclog.New(&hclog.LoggerOptions{Output: io.Discard})
 			notify := make(chan bool, 16)
 			conf.NotifyCh = notify
-			logs := raft.NewInmemStore()
-			r, err := raft.NewRaft(conf, fsm, logs, logs, raft.NewInmemSnapshotStore(), nd.trans[g])
+			conf.NoSnapshotRestoreOnStart, conf.RestoreCommittedLogs, conf.BatchApplyCh = true, true, true
+			rl, err := nd.st.RaftLog(uint16(g))
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs, err := rl.Cached(512)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := raft.NewRaft(conf, fsm, logs, rl, nd.st.SnapshotStore(uint16(g)), nd.trans[g])
 			if err != nil {
 				t.Fatal(err)
 			}

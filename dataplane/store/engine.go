@@ -72,11 +72,11 @@ type engineBatch interface {
 	// release returns the batch's memory; the batch is unusable afterwards.
 	release()
 	// encoded is the batch's writes in the engine's own encoding, valid
-	// until the next write or reset; setEncoded replaces the batch's
-	// writes with an encoding taken from a batch of the same engine kind
-	// (on another node).
+	// until the next write or reset; appendEncoded adds the writes of an
+	// encoding taken from a batch of the same engine kind (on another
+	// node), all or none of them.
 	encoded() []byte
-	setEncoded(r []byte) error
+	appendEncoded(r []byte) error
 }
 
 // errKeyNotFound is the engines' not-found; the Store turns it into an

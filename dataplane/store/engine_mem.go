@@ -202,14 +202,15 @@ func (m *memBatch) release()                   { m.repr, m.n, m.view = nil, 0, n
 
 func (m *memBatch) encoded() []byte { return m.repr }
 
-func (m *memBatch) setEncoded(r []byte) error {
-	m.reset()
-	for len(r) > 0 {
-		op, k, v, rest, ok := nextOpChecked(r)
-		if !ok {
-			m.reset()
+func (m *memBatch) appendEncoded(r []byte) error {
+	for rest := r; len(rest) > 0; {
+		var ok bool
+		if _, _, _, rest, ok = nextOpChecked(rest); !ok {
 			return fmt.Errorf("store: batch repr: %w", ErrCorrupt)
 		}
+	}
+	for len(r) > 0 {
+		op, k, v, rest, _ := nextOpChecked(r)
 		m.put(op, k, v)
 		r = rest
 	}

@@ -348,12 +348,30 @@ func (p *pebbleBatch) count() int                 { return int(p.b.Count()) }
 func (p *pebbleBatch) release()                   { _ = p.b.Close() }
 func (p *pebbleBatch) encoded() []byte            { return p.b.Repr() }
 
-func (p *pebbleBatch) setEncoded(r []byte) error {
-	p.reset()
+func (p *pebbleBatch) appendEncoded(r []byte) error {
 	// The batch owns what SetRepr is given; the caller's slice may be
 	// reused (raft's log cache holds it).
-	if err := p.b.SetRepr(bytes.Clone(r)); err != nil {
-		p.b = p.e.db.NewBatch()
+	in := p.e.db.NewBatch()
+	defer in.Close()
+	if err := in.SetRepr(bytes.Clone(r)); err != nil {
+		return fmt.Errorf("store: batch repr: %w: %w", ErrCorrupt, err)
+	}
+	// Every record must decode and the header's count must match: Pebble
+	// would otherwise fail the commit fatally, which stops the store.
+	n := uint32(0)
+	for rd := in.Reader(); ; n++ {
+		_, _, _, ok, err := rd.Next()
+		if err != nil {
+			return fmt.Errorf("store: batch repr: %w: %w", ErrCorrupt, err)
+		}
+		if !ok {
+			break
+		}
+	}
+	if n != in.Count() {
+		return fmt.Errorf("store: batch repr: %w: %d records, header says %d", ErrCorrupt, n, in.Count())
+	}
+	if err := p.b.Apply(in, nil); err != nil {
 		return fmt.Errorf("store: batch repr: %w: %w", ErrCorrupt, err)
 	}
 	return nil
