@@ -1,0 +1,180 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// waitInterest waits until a publish on subj from nc reaches sub: interest
+// crosses routes asynchronously.
+func waitInterest(t *testing.T, nc *nats.Conn, sub *nats.Subscription, subj string) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "interest in "+subj+" across the route", func() bool {
+		publish(t, nc, subj, []byte("probe"))
+		flush(t, nc)
+		_, err := sub.NextMsg(50 * time.Millisecond)
+		return err == nil
+	})
+	for { // drain late probes
+		if _, err := sub.NextMsg(20 * time.Millisecond); err != nil {
+			return
+		}
+	}
+}
+
+func TestClusterCorePubSub(t *testing.T) {
+	nodes := startCluster(t, 3, clusterOpts{})
+	waitMesh(t, nodes)
+	conns := make([]*nats.Conn, 3)
+	for i, n := range nodes {
+		conns[i] = connect(t, n.URL)
+	}
+
+	t.Run("each direction", func(t *testing.T) {
+		for i := range nodes {
+			for j := range nodes {
+				if i == j {
+					continue
+				}
+				subj := fmt.Sprintf("dir.%d.%d", i, j)
+				sub := subscribeSync(t, conns[j], subj)
+				flush(t, conns[j])
+				waitInterest(t, conns[i], sub, subj)
+				publish(t, conns[i], subj, []byte("hello"))
+				if m := nextMsg(t, sub); string(m.Data) != "hello" {
+					t.Fatalf("%s: got %q", subj, m.Data)
+				}
+			}
+		}
+	})
+
+	t.Run("wildcards once per route", func(t *testing.T) {
+		a := subscribeSync(t, conns[1], "wild.*")
+		b := subscribeSync(t, conns[1], "wild.>")
+		flush(t, conns[1])
+		waitInterest(t, conns[0], a, "wild.x")
+		for b.Pending(); ; {
+			if _, err := b.NextMsg(20 * time.Millisecond); err != nil {
+				break
+			}
+		}
+		publish(t, conns[0], "wild.y", []byte("1"))
+		flush(t, conns[0])
+		nextMsg(t, a)
+		nextMsg(t, b)
+		if m, err := a.NextMsg(200 * time.Millisecond); err == nil {
+			t.Fatalf("duplicate delivery %q", m.Subject)
+		}
+	})
+
+	t.Run("queue group once cluster-wide", func(t *testing.T) {
+		var mu sync.Mutex
+		got := map[string]int{}
+		perNode := make([]int, 3)
+		for i, nc := range conns {
+			for k := 0; k < 2; k++ {
+				if _, err := nc.QueueSubscribe("work", "q", func(m *nats.Msg) {
+					mu.Lock()
+					got[string(m.Data)]++
+					perNode[i]++
+					mu.Unlock()
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			flush(t, nc)
+		}
+		// Make sure the other nodes' groups are known on n1.
+		probe := subscribeSync(t, conns[2], "work")
+		flush(t, conns[2])
+		waitInterest(t, conns[0], probe, "work")
+		probe.Unsubscribe()
+		mu.Lock()
+		clear(got)
+		perNode = make([]int, 3)
+		mu.Unlock()
+		const n = 300
+		for k := 0; k < n; k++ {
+			publish(t, conns[0], "work", []byte(fmt.Sprint(k)))
+		}
+		flush(t, conns[0])
+		waitFor(t, 5*time.Second, "all queue messages", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) == n
+		})
+		time.Sleep(100 * time.Millisecond) // would-be duplicates arrive meanwhile
+		mu.Lock()
+		defer mu.Unlock()
+		for k, c := range got {
+			if c != 1 {
+				t.Fatalf("message %s delivered %d times", k, c)
+			}
+		}
+		if perNode[1] == 0 || perNode[2] == 0 {
+			t.Errorf("queue deliveries per node %v: remote members never chosen", perNode)
+		}
+	})
+
+	t.Run("request reply and no responders", func(t *testing.T) {
+		if _, err := conns[1].Subscribe("svc.echo", func(m *nats.Msg) { m.Respond(append([]byte("re:"), m.Data...)) }); err != nil {
+			t.Fatal(err)
+		}
+		flush(t, conns[1])
+		waitFor(t, 5*time.Second, "responder across the route", func() bool {
+			_, err := conns[0].Request("svc.echo", []byte("x"), 200*time.Millisecond)
+			return err == nil
+		})
+		m, err := conns[2].Request("svc.echo", []byte("hi"), 2*time.Second)
+		if err != nil || string(m.Data) != "re:hi" {
+			t.Fatalf("request: %v %v", m, err)
+		}
+		if _, err := conns[0].Request("svc.nobody", nil, 2*time.Second); !errors.Is(err, nats.ErrNoResponders) {
+			t.Fatalf("request to nobody: %v, want no responders", err)
+		}
+	})
+
+	t.Run("connect_urls", func(t *testing.T) {
+		nc := connect(t, nodes[0].URL)
+		waitFor(t, 5*time.Second, "discovered servers", func() bool { return len(nc.DiscoveredServers()) >= 2 })
+		found := map[string]bool{}
+		for _, u := range nc.DiscoveredServers() {
+			found[u] = true
+		}
+		for _, n := range nodes[1:] {
+			if !found["nats://"+n.NatsAddr] {
+				t.Errorf("discovered %v, missing %s", nc.DiscoveredServers(), n.NatsAddr)
+			}
+		}
+		v := varz(t, nodes[0].MonURL)
+		if c, _ := v["cluster"].(map[string]any); c["name"] != "contrail" {
+			t.Errorf("varz cluster = %v", v["cluster"])
+		}
+		rz := nodes[0].routez(t)
+		names := map[any]bool{}
+		for _, r := range rz["routes"].([]any) {
+			names[r.(map[string]any)["remote_name"]] = true
+		}
+		if !names["n2"] || !names["n3"] {
+			t.Errorf("routez remote names %v", names)
+		}
+	})
+
+	t.Run("restart rejoins", func(t *testing.T) {
+		sub := subscribeSync(t, conns[0], "after.restart")
+		flush(t, conns[0])
+		nodes[2].kill(t)
+		nodes[2].restart(t)
+		waitMesh(t, nodes)
+		nc := connect(t, nodes[2].URL)
+		waitInterest(t, nc, sub, "after.restart")
+		rsub := subscribeSync(t, nc, "to.restarted")
+		flush(t, nc)
+		waitInterest(t, conns[1], rsub, "to.restarted")
+	})
+}
