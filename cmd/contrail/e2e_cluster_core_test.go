@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -177,4 +179,67 @@ func TestClusterCorePubSub(t *testing.T) {
 		flush(t, nc)
 		waitInterest(t, conns[1], rsub, "to.restarted")
 	})
+}
+
+func TestClusterCoreOperatorAccounts(t *testing.T) {
+	w := newOpWorld(t)
+	a := w.account("A", nil)
+	b := w.account("B", nil)
+	nodes := startCluster(t, 3, clusterOpts{args: func(_ int, dir string) []string { return w.nodeArgs(dir) }})
+	waitMesh(t, nodes)
+	aCreds, _ := a.user("a", nil)
+	bCreds, _ := b.user("b", nil)
+	sysCreds, _ := w.sys.user("sys", nil)
+
+	a1, a2 := connectCreds(t, nodes[0].URL, aCreds), connectCreds(t, nodes[1].URL, aCreds)
+	b2 := connectCreds(t, nodes[1].URL, bCreds)
+	aSub := subscribeSync(t, a2, "shared.>")
+	bSub := subscribeSync(t, b2, "shared.>")
+	flush(t, a2)
+	flush(t, b2)
+	waitInterest(t, a1, aSub, "shared.probe")
+	publish(t, a1, "shared.x", []byte("for A"))
+	flush(t, a1)
+	if m := nextMsg(t, aSub); string(m.Data) != "for A" {
+		t.Fatalf("A got %q", m.Data)
+	}
+	if m, err := bSub.NextMsg(300 * time.Millisecond); err == nil {
+		t.Fatalf("account B received account A's message %q", m.Data)
+	}
+	// B's own traffic crosses too.
+	b1 := connectCreds(t, nodes[0].URL, bCreds)
+	waitInterest(t, b1, bSub, "shared.probe")
+	if m, err := aSub.NextMsg(200 * time.Millisecond); err == nil {
+		t.Fatalf("account A received account B's message %q", m.Data)
+	}
+	// Requests across nodes in an account.
+	if _, err := a2.Subscribe("svc", func(m *nats.Msg) { m.Respond([]byte("ok")) }); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, a2)
+	waitFor(t, 5*time.Second, "A's responder across the route", func() bool {
+		_, err := a1.Request("svc", nil, 200*time.Millisecond)
+		return err == nil
+	})
+	if _, err := b1.Request("svc", nil, time.Second); !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("B's request reached A's responder: %v", err)
+	}
+
+	// The system account's services answer from every node.
+	var list []byte
+	waitFor(t, 10*time.Second, "nats server list showing 3 servers", func() bool {
+		var err error
+		list, err = exec.Command(natsCLI(t), "--creds", sysCreds, "-s", nodes[0].URL, "server", "list", "3", "--timeout", "2s").CombinedOutput()
+		if err != nil {
+			t.Logf("nats server list: %v\n%s", err, list)
+			return false
+		}
+		for _, n := range nodes {
+			if !strings.Contains(string(list), n.ID) {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("nats server list:\n%s", list)
 }
