@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -518,23 +517,6 @@ func (s *Server) ConnectURLs() []string {
 		return nil
 	}
 	return s.cluster.connectURLs()
-}
-
-// waitRoutes waits until n routes are up; for tests.
-func (s *Server) waitRoutes(ctx context.Context, n int) error {
-	for {
-		s.cluster.mu.Lock()
-		got, ch := len(s.cluster.mu.routes), s.cluster.mu.changed
-		s.cluster.mu.Unlock()
-		if got >= n {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }
 
 // insertSub puts a subscription of this node in the account's index and,
