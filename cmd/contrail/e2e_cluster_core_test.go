@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -242,4 +243,31 @@ func TestClusterCoreOperatorAccounts(t *testing.T) {
 		return true
 	})
 	t.Logf("nats server list:\n%s", list)
+}
+
+// A route whose peer stops reading is cut once its queue passes the bound
+// (max_pending), like a slow client, and is redialed when the peer is
+// back; meanwhile the publisher keeps being served.
+func TestClusterCoreSlowRoute(t *testing.T) {
+	nodes := startCluster(t, 2, clusterOpts{args: func(_ int, dir string) []string {
+		return []string{"--config", writeFile(t, dir, "node.conf", "max_pending: 1MB\n")}
+	}})
+	waitMesh(t, nodes)
+	pub, subc := connect(t, nodes[0].URL), connect(t, nodes[1].URL)
+	sub := subscribeSync(t, subc, "flood")
+	flush(t, subc)
+	waitInterest(t, pub, sub, "flood")
+	nodes[1].signal(syscall.SIGSTOP)
+	defer nodes[1].signal(syscall.SIGCONT)
+	payload := make([]byte, 8<<10)
+	waitFor(t, 20*time.Second, "the slow route to be cut", func() bool {
+		for i := 0; i < 256; i++ {
+			publish(t, pub, "flood", payload)
+		}
+		flush(t, pub)
+		return strings.Contains(nodes[0].out.String(), "slow route")
+	})
+	roundTrip(t, pub)
+	nodes[1].signal(syscall.SIGCONT)
+	waitMesh(t, nodes)
 }
