@@ -33,14 +33,52 @@ func waitInterest(t *testing.T, nc *nats.Conn, sub *nats.Subscription, subj stri
 func TestClusterCorePubSub(t *testing.T) {
 	nodes := startCluster(t, 3, clusterOpts{})
 	waitMesh(t, nodes)
-	conns := make([]*nats.Conn, 3)
+	urls := make([]string, len(nodes))
 	for i, n := range nodes {
-		conns[i] = connect(t, n.URL)
+		urls[i] = n.URL
 	}
+	conns := clusterScenarios(t, urls)
 
+	t.Run("monitoring", func(t *testing.T) {
+		v := varz(t, nodes[0].MonURL)
+		if c, _ := v["cluster"].(map[string]any); c["name"] != "contrail" {
+			t.Errorf("varz cluster = %v", v["cluster"])
+		}
+		rz := nodes[0].routez(t)
+		names := map[any]bool{}
+		for _, r := range rz["routes"].([]any) {
+			names[r.(map[string]any)["remote_name"]] = true
+		}
+		if !names["n2"] || !names["n3"] {
+			t.Errorf("routez remote names %v", names)
+		}
+	})
+
+	t.Run("restart rejoins", func(t *testing.T) {
+		sub := subscribeSync(t, conns[0], "after.restart")
+		flush(t, conns[0])
+		nodes[2].kill(t)
+		nodes[2].restart(t)
+		waitMesh(t, nodes)
+		nc := connect(t, nodes[2].URL)
+		waitInterest(t, nc, sub, "after.restart")
+		rsub := subscribeSync(t, nc, "to.restarted")
+		flush(t, nc)
+		waitInterest(t, conns[1], rsub, "to.restarted")
+	})
+}
+
+// clusterScenarios runs the cross-node checks every cluster must pass,
+// Contrail's or nats-server's, with one client per node, and returns
+// those clients.
+func clusterScenarios(t *testing.T, urls []string) []*nats.Conn {
+	conns := make([]*nats.Conn, len(urls))
+	for i, u := range urls {
+		conns[i] = connect(t, u)
+	}
 	t.Run("each direction", func(t *testing.T) {
-		for i := range nodes {
-			for j := range nodes {
+		for i := range urls {
+			for j := range urls {
 				if i == j {
 					continue
 				}
@@ -142,44 +180,37 @@ func TestClusterCorePubSub(t *testing.T) {
 		}
 	})
 
-	t.Run("connect_urls", func(t *testing.T) {
-		nc := connect(t, nodes[0].URL)
-		waitFor(t, 5*time.Second, "discovered servers", func() bool { return len(nc.DiscoveredServers()) >= 2 })
+	t.Run("discovered servers", func(t *testing.T) {
+		nc := connect(t, urls[0])
+		waitFor(t, 5*time.Second, "discovered servers", func() bool { return len(nc.DiscoveredServers()) >= len(urls)-1 })
 		found := map[string]bool{}
 		for _, u := range nc.DiscoveredServers() {
 			found[u] = true
 		}
-		for _, n := range nodes[1:] {
-			if !found["nats://"+n.NatsAddr] {
-				t.Errorf("discovered %v, missing %s", nc.DiscoveredServers(), n.NatsAddr)
+		for _, u := range urls[1:] {
+			if !found[u] {
+				t.Errorf("discovered %v, missing %s", nc.DiscoveredServers(), u)
 			}
 		}
-		v := varz(t, nodes[0].MonURL)
-		if c, _ := v["cluster"].(map[string]any); c["name"] != "contrail" {
-			t.Errorf("varz cluster = %v", v["cluster"])
-		}
-		rz := nodes[0].routez(t)
-		names := map[any]bool{}
-		for _, r := range rz["routes"].([]any) {
-			names[r.(map[string]any)["remote_name"]] = true
-		}
-		if !names["n2"] || !names["n3"] {
-			t.Errorf("routez remote names %v", names)
-		}
 	})
+	return conns
+}
 
-	t.Run("restart rejoins", func(t *testing.T) {
-		sub := subscribeSync(t, conns[0], "after.restart")
-		flush(t, conns[0])
-		nodes[2].kill(t)
-		nodes[2].restart(t)
-		waitMesh(t, nodes)
-		nc := connect(t, nodes[2].URL)
-		waitInterest(t, nc, sub, "after.restart")
-		rsub := subscribeSync(t, nc, "to.restarted")
-		flush(t, nc)
-		waitInterest(t, conns[1], rsub, "to.restarted")
-	})
+// The same checks against a three-node nats-server cluster: what
+// Contrail's routes are compared with.
+func TestClusterCoreReference(t *testing.T) {
+	var clusterAddrs, routes []string
+	for i := 0; i < 3; i++ {
+		clusterAddrs = append(clusterAddrs, freeAddr(t))
+		routes = append(routes, "nats-route://"+clusterAddrs[i])
+	}
+	var urls []string
+	for i := 0; i < 3; i++ {
+		r := startNatsServer(t, "--name", fmt.Sprintf("r%d", i+1), "--cluster_name", "ref",
+			"--cluster", "nats://"+clusterAddrs[i], "--routes", strings.Join(routes, ","))
+		urls = append(urls, r.URL)
+	}
+	clusterScenarios(t, urls)
 }
 
 func TestClusterCoreOperatorAccounts(t *testing.T) {
