@@ -302,3 +302,38 @@ func TestClusterCoreSlowRoute(t *testing.T) {
 	nodes[1].signal(syscall.SIGCONT)
 	waitMesh(t, nodes)
 }
+
+// A nats-server style config file: routes as bare URLs (this node's own
+// among them), names learnt from each peer's INFO.
+func TestClusterCoreConfigFile(t *testing.T) {
+	addrs := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
+	var routes []string
+	for _, a := range addrs {
+		routes = append(routes, `"nats-route://`+a+`"`)
+	}
+	var urls []string
+	var nodes []*node
+	for i, a := range addrs {
+		conf := fmt.Sprintf("server_name: c%d\ncluster {\n  name: filecluster\n  listen: %q\n  routes: [%s]\n}\n",
+			i+1, a, strings.Join(routes, ", "))
+		n := startNode(t, nodeOpts{config: conf})
+		nodes = append(nodes, n)
+		urls = append(urls, n.URL)
+	}
+	waitFor(t, startTimeout, "full mesh from the config file", func() bool {
+		for _, n := range nodes {
+			var m map[string]any
+			if err := fetchJSON(n.MonURL+"/routez", &m); err != nil || m["num_routes"] != float64(2) {
+				return false
+			}
+		}
+		return true
+	})
+	nc0, nc2 := connect(t, urls[0]), connect(t, urls[2])
+	sub := subscribeSync(t, nc2, "file.>")
+	flush(t, nc2)
+	waitInterest(t, nc0, sub, "file.x")
+	if c, _ := varz(t, nodes[1].MonURL)["cluster"].(map[string]any); c["name"] != "filecluster" {
+		t.Errorf("varz cluster %v", c)
+	}
+}
