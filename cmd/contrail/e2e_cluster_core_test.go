@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 )
 
@@ -335,5 +336,55 @@ func TestClusterCoreConfigFile(t *testing.T) {
 	waitInterest(t, nc0, sub, "file.x")
 	if c, _ := varz(t, nodes[1].MonURL)["cluster"].(map[string]any); c["name"] != "filecluster" {
 		t.Errorf("varz cluster %v", c)
+	}
+}
+
+// Imports across nodes: a stream import delivers an exporter's message
+// published on another node once, and a service import's request and its
+// response cross the routes both ways.
+func TestClusterCoreImports(t *testing.T) {
+	w := newOpWorld(t)
+	exp := w.account("EXP", func(ac *jwt.AccountClaims) {
+		ac.Exports.Add(&jwt.Export{Type: jwt.Stream, Subject: "events.>"}, &jwt.Export{Type: jwt.Service, Subject: "help.>"})
+	})
+	imp := w.account("IMP", nil)
+	imp.claims.Imports.Add(&jwt.Import{Type: jwt.Stream, Account: exp.pub, Subject: "events.>", LocalSubject: "ext.>"},
+		&jwt.Import{Type: jwt.Service, Account: exp.pub, Subject: "help.>"})
+	w.publish(imp)
+	nodes := startCluster(t, 3, clusterOpts{args: func(_ int, dir string) []string { return w.nodeArgs(dir) }})
+	waitMesh(t, nodes)
+	expCreds, _ := exp.user("e", nil)
+	impCreds, _ := imp.user("i", nil)
+
+	// The exporter's responder on n1, the importer's requester on n2.
+	e1 := connectCreds(t, nodes[0].URL, expCreds)
+	if _, err := e1.Subscribe("help.>", func(m *nats.Msg) { m.Respond(append([]byte("help:"), m.Data...)) }); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, e1)
+	i2 := connectCreds(t, nodes[1].URL, impCreds)
+	var reply *nats.Msg
+	waitFor(t, 5*time.Second, "the service import across the route", func() bool {
+		var err error
+		reply, err = i2.Request("help.me", []byte("q"), 200*time.Millisecond)
+		return err == nil
+	})
+	if string(reply.Data) != "help:q" {
+		t.Fatalf("service reply %q", reply.Data)
+	}
+
+	// The importer's subscriber on n3, the exporter's publisher on n2.
+	i3 := connectCreds(t, nodes[2].URL, impCreds)
+	sub := subscribeSync(t, i3, "ext.>")
+	flush(t, i3)
+	e2 := connectCreds(t, nodes[1].URL, expCreds)
+	waitInterest(t, e2, sub, "events.probe")
+	publish(t, e2, "events.one", []byte("1"))
+	flush(t, e2)
+	if m := nextMsg(t, sub); m.Subject != "ext.one" || string(m.Data) != "1" {
+		t.Fatalf("stream import delivered %s %q", m.Subject, m.Data)
+	}
+	if m, err := sub.NextMsg(300 * time.Millisecond); err == nil {
+		t.Fatalf("stream import delivered twice: %s %q", m.Subject, m.Data)
 	}
 }
