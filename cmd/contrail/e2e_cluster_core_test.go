@@ -388,3 +388,46 @@ func TestClusterCoreImports(t *testing.T) {
 		t.Fatalf("stream import delivered twice: %s %q", m.Subject, m.Data)
 	}
 }
+
+// A flood over a route to a subscriber that stopped reading does not hold
+// up other traffic on the same route: the receiving node cuts the stuck
+// subscriber, never the route, and requests keep being answered.
+func TestClusterCoreFloodDoesNotStopOthers(t *testing.T) {
+	nodes := startCluster(t, 2, clusterOpts{args: func(_ int, dir string) []string {
+		return []string{"--config", writeFile(t, dir, "node.conf", "max_pending: 2MB\n")}
+	}})
+	waitMesh(t, nodes)
+	stuck := connectRaw(t, nodes[1].NatsAddr, `{"verbose":false}`)
+	stuck.send("SUB flood 1\r\nPING\r\n")
+	stuck.expect("PONG") // and never reads again
+	responder := connect(t, nodes[1].URL)
+	if _, err := responder.Subscribe("ping", func(m *nats.Msg) { m.Respond([]byte("pong")) }); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, responder)
+	flooder, requester := connect(t, nodes[0].URL), connect(t, nodes[0].URL)
+	waitFor(t, 5*time.Second, "the responder across the route", func() bool {
+		_, err := requester.Request("ping", nil, 200*time.Millisecond)
+		return err == nil
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		payload := make([]byte, 16<<10)
+		for i := 0; i < 2000; i++ { // 32 MiB, far past the stuck client's bound
+			if flooder.Publish("flood", payload) != nil {
+				return
+			}
+		}
+		flooder.Flush()
+	}()
+	for i := 0; i < 20; i++ {
+		if _, err := requester.Request("ping", nil, 2*time.Second); err != nil {
+			t.Fatalf("request %d during the flood: %v", i, err)
+		}
+	}
+	<-done
+	if rz := nodes[0].routez(t); rz["num_routes"] != float64(1) {
+		t.Errorf("the route went down during the flood: %v", rz["num_routes"])
+	}
+}
