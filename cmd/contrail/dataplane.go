@@ -126,18 +126,16 @@ func (f *dataplaneFlags) options() (*config.Options, error) {
 	return opts, nil
 }
 
-// startClusterPort binds the cluster port and starts the routes on it.
-func startClusterPort(srv *server.Server, co *config.ClusterOptions, log *slog.Logger) (*mux.Mux, error) {
+// listenClusterPort binds the cluster port. It is bound before anything
+// that uses it starts, so routes and raft groups all share the one mux;
+// connections for a channel nobody listens on yet are closed, and the
+// peer redials.
+func listenClusterPort(co *config.ClusterOptions, log *slog.Logger) (*mux.Mux, error) {
 	ln, err := net.Listen("tcp", co.Addr())
 	if err != nil {
 		return nil, fmt.Errorf("cluster listen %s: %w", co.Addr(), err)
 	}
-	m := mux.New(ln, log)
-	if err := srv.StartCluster(m); err != nil {
-		m.Close()
-		return nil, err
-	}
-	return m, nil
+	return mux.New(ln, log), nil
 }
 
 // clusterOptions applies --node-id, --cluster-addr, --peers and
@@ -261,6 +259,13 @@ func serveDataplane(ctx context.Context, opts *config.Options, dataDir string, l
 			return err
 		}
 	}
+	var cport *mux.Mux
+	if opts.Cluster != nil {
+		if cport, err = listenClusterPort(opts.Cluster, log); err != nil {
+			return err
+		}
+		defer cport.Close()
+	}
 	js, err := startJetStream(opts, dataDir, srv, log)
 	if err != nil {
 		return err
@@ -276,13 +281,12 @@ func serveDataplane(ctx context.Context, opts *config.Options, dataDir string, l
 	if err := srv.Listen(); err != nil {
 		return err
 	}
-	if opts.Cluster != nil {
-		m, err := startClusterPort(srv, opts.Cluster, log)
-		if err != nil {
+	if cport != nil {
+		// After Listen: the route INFO carries the client URL.
+		if err := srv.StartCluster(cport); err != nil {
 			srv.Shutdown(context.Background())
 			return err
 		}
-		defer m.Close()
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve() }()
