@@ -431,3 +431,23 @@ func TestClusterCoreFloodDoesNotStopOthers(t *testing.T) {
 		t.Errorf("the route went down during the flood: %v", rz["num_routes"])
 	}
 }
+
+func TestClusterCoreFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--node-id", "n9", "--cluster-addr", "127.0.0.1:0", "--peers", "n1=127.0.0.1:1,n2=127.0.0.1:2"}, `this node "n9" is not among them`},
+		{[]string{"--peers", "n1=127.0.0.1:1"}, "need --cluster-addr"},
+		{[]string{"--node-id", "n1", "--cluster-addr", "127.0.0.1:0", "--peers", "n1=127.0.0.1:1,n1=127.0.0.1:2"}, `"n1" appears twice`},
+		{[]string{"--node-id", "n1", "--cluster-addr", "127.0.0.1:0", "--peers", "n1=127.0.0.1:1,n2=127.0.0.1:1"}, `"127.0.0.1:1" appears twice`},
+		{[]string{"--node-id", "n1", "--cluster-addr", "127.0.0.1:0", "--peers", "n1=127.0.0.1"}, "not host:port"},
+		{[]string{"--cluster-addr", "127.0.0.1:0", "--peers", "n1=127.0.0.1:1"}, "needs a name"},
+	} {
+		args := append([]string{"dataplane", "--data-dir", t.TempDir()}, tc.args...)
+		code, _, stderr := runContrail(t, args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
