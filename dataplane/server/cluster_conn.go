@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/contrail/contrail/dataplane/subject"
 )
 
 // route is one connection of the mesh.
@@ -400,8 +402,10 @@ func (r *route) deliverRouted(snd *sender, op *routeOp) {
 	r.cl.srv.stats.inMsgs.Add(1)
 	r.cl.srv.stats.inBytes.Add(uint64(len(op.msg)))
 	to := op.to
-	res := a.subs.MatchOnce(to)
-	if !oneShot(to) {
+	var res *subject.Result[*subscription]
+	if oneShot(to) {
+		res = a.subs.MatchOnce(to)
+	} else {
 		res = a.subs.Match(to)
 	}
 	if res.Empty() {
