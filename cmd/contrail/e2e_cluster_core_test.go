@@ -158,8 +158,12 @@ func clusterScenarios(t *testing.T, urls []string) []*nats.Conn {
 				t.Fatalf("message %s delivered %d times", k, c)
 			}
 		}
-		if perNode[1] == 0 || perNode[2] == 0 {
-			t.Errorf("queue deliveries per node %v: remote members never chosen", perNode)
+		// Every node has two members: each gets a fair share, not
+		// just the publisher's node.
+		for i, c := range perNode {
+			if c < n/6 {
+				t.Errorf("queue deliveries per node %v: node %d got too few", perNode, i+1)
+			}
 		}
 	})
 

@@ -241,8 +241,8 @@ func (cl *cluster) register(r *route) (old *route, err error) {
 	r.rid = cl.mu.nextRID
 	var b []byte
 	for acct, m := range cl.mu.local {
-		for k := range m {
-			b = appendRS(b, true, acct, k.subj, k.queue)
+		for k, n := range m {
+			b = appendRS(b, true, acct, k.subj, k.queue, queueWeight(n))
 			if len(b) > chunkSize {
 				r.send(b)
 				b = b[:0]
@@ -281,9 +281,7 @@ func (cl *cluster) unregister(r *route) {
 	}
 	for _, m := range r.rsubs {
 		for k, sub := range m {
-			if sub.acc != nil && sub.acc.subs.Remove(k.subj, k.queue, sub) {
-				sub.acc.remote.Add(-1)
-			}
+			uninstallRemote(sub.acc, k, sub)
 		}
 	}
 	r.rsubs, r.nrsubs = nil, 0
@@ -386,14 +384,23 @@ func (cl *cluster) localInterest(acct, subj, queue string, delta int) {
 		if len(m) == 0 {
 			delete(cl.mu.local, acct)
 		}
-		cl.broadcastLocked(appendRS(nil, false, acct, subj, queue))
-	case n == 1 && delta > 0:
+		cl.broadcastLocked(appendRS(nil, false, acct, subj, queue, 0))
+	case n == 1 && delta > 0, queue != "" && queueWeight(n) != queueWeight(m[k]):
+		// A queue group's RS+ is sent again when its weight changes, so
+		// peers choose among nodes in proportion to their members.
 		m[k] = n
-		cl.broadcastLocked(appendRS(nil, true, acct, subj, queue))
+		cl.broadcastLocked(appendRS(nil, true, acct, subj, queue, queueWeight(n)))
 	default:
 		m[k] = n
 	}
 }
+
+// maxQueueWeight caps the weight a queue group is announced with (and
+// accepted with), which bounds the copies a peer's interest puts in an
+// index.
+const maxQueueWeight = 64
+
+func queueWeight(members int) int { return min(max(members, 1), maxQueueWeight) }
 
 func (cl *cluster) broadcastLocked(b []byte) {
 	for _, r := range cl.mu.routes {
@@ -427,15 +434,12 @@ func (cl *cluster) accountLoaded(a *Account) {
 			if sub.acc == a {
 				continue
 			}
-			if sub.acc != nil && sub.acc.subs.Remove(k.subj, k.queue, sub) {
-				sub.acc.remote.Add(-1)
-			}
+			uninstallRemote(sub.acc, k, sub)
 			// A fresh subscription: the old one may still be in a
 			// match result somewhere, reading its account.
 			nsub := &subscription{acc: a, subject: sub.subject, queue: sub.queue, fwd: sub.fwd}
 			r.rsubs[a.name][k] = nsub
-			if a.subs.Insert(k.subj, k.queue, nsub) == nil {
-				a.remote.Add(1)
+			if installRemote(a, k, nsub, sub.fwd.(*routeSub).weight) == nil {
 				added = append(added, k.subj)
 			}
 		}
@@ -443,6 +447,37 @@ func (cl *cluster) accountLoaded(a *Account) {
 	cl.mu.Unlock()
 	for _, subj := range added {
 		a.notifyInterest(subj)
+	}
+}
+
+// installRemote puts a peer's interest in a's index: once for a plain
+// subscription, weight times for a queue group, so that picking a member
+// weighs the peer by its member count. Called with cl.mu held.
+func installRemote(a *Account, k ikey, sub *subscription, weight int) error {
+	n := 1
+	if k.queue != "" {
+		n = weight
+	}
+	for i := 0; i < n; i++ {
+		if err := a.subs.Insert(k.subj, k.queue, sub); err != nil {
+			for ; i > 0; i-- {
+				a.subs.Remove(k.subj, k.queue, sub)
+			}
+			return err
+		}
+	}
+	a.remote.Add(int64(n))
+	return nil
+}
+
+// uninstallRemote takes every copy of sub out of its account's index;
+// nothing when the account was not loaded. Called with cl.mu held.
+func uninstallRemote(a *Account, k ikey, sub *subscription) {
+	if a == nil {
+		return
+	}
+	for a.subs.Remove(k.subj, k.queue, sub) {
+		a.remote.Add(-1)
 	}
 }
 

@@ -317,7 +317,7 @@ func (r *route) process(snd *sender, op *routeOp) bool {
 	case routeOpErr:
 		r.log.Warn("route error from peer", "err", string(op.arg))
 	case routeOpSub:
-		return r.remoteSub(string(op.acct), string(op.subj), string(op.queue))
+		return r.remoteSub(string(op.acct), string(op.subj), string(op.queue), op.weight)
 	case routeOpUnsub:
 		r.remoteUnsub(string(op.acct), string(op.subj), string(op.queue))
 	case routeOpMsg:
@@ -329,10 +329,15 @@ func (r *route) process(snd *sender, op *routeOp) bool {
 }
 
 // remoteSub records interest the peer announced, and puts it in the
-// account's index when this node has the account loaded.
-func (r *route) remoteSub(acct, subj, queue string) bool {
+// account's index when this node has the account loaded. An RS+ for a
+// queue group the peer announced before changes its weight.
+func (r *route) remoteSub(acct, subj, queue string, weight int) bool {
 	cl := r.cl
 	k := ikey{subj, queue}
+	weight = queueWeight(weight)
+	if queue == "" {
+		weight = 1
+	}
 	cl.mu.Lock()
 	if r.rsubs == nil { // unregistered: the route is closing
 		cl.mu.Unlock()
@@ -343,30 +348,40 @@ func (r *route) remoteSub(acct, subj, queue string) bool {
 		m = map[ikey]*subscription{}
 		r.rsubs[acct] = m
 	}
-	if _, ok := m[k]; ok {
-		cl.mu.Unlock()
-		return true
+	sub := m[k]
+	old := 0
+	if sub != nil {
+		old = sub.fwd.(*routeSub).weight
+		if old == weight {
+			cl.mu.Unlock()
+			return true
+		}
 	}
-	if r.nrsubs >= maxRemoteSubs {
+	if r.nrsubs-old+weight > maxRemoteSubs {
 		cl.mu.Unlock()
 		r.log.Warn("route announced too much interest, closing", "max", maxRemoteSubs)
 		return false
 	}
-	sub := &subscription{subject: []byte(subj), queue: []byte(queue), fwd: &routeSub{r: r, acct: acct, queue: []byte(queue)}}
-	a := cl.srv.routedAccount(acct)
+	if sub == nil {
+		sub = &subscription{subject: []byte(subj), queue: []byte(queue), fwd: &routeSub{r: r, acct: acct, queue: []byte(queue)}}
+		sub.acc = cl.srv.routedAccount(acct)
+	}
+	a := sub.acc
 	if a != nil {
-		sub.acc = a
-		if err := a.subs.Insert(subj, queue, sub); err != nil {
+		uninstallRemote(a, k, sub)
+		if err := installRemote(a, k, sub, weight); err != nil {
+			delete(m, k)
+			r.nrsubs -= old
 			cl.mu.Unlock()
 			r.log.Debug("route interest refused", "account", acct, "subject", subj, "err", err)
 			return true
 		}
-		a.remote.Add(1)
 	}
+	sub.fwd.(*routeSub).weight = weight
 	m[k] = sub
-	r.nrsubs++
+	r.nrsubs += weight - old
 	cl.mu.Unlock()
-	if a != nil {
+	if a != nil && old == 0 {
 		a.notifyInterest(subj)
 	}
 	return true
@@ -385,10 +400,8 @@ func (r *route) remoteUnsub(acct, subj, queue string) {
 	if len(r.rsubs[acct]) == 0 {
 		delete(r.rsubs, acct)
 	}
-	r.nrsubs--
-	if sub.acc != nil && sub.acc.subs.Remove(subj, queue, sub) {
-		sub.acc.remote.Add(-1)
-	}
+	r.nrsubs -= sub.fwd.(*routeSub).weight
+	uninstallRemote(sub.acc, k, sub)
 }
 
 // deliverRouted hands a message from the peer to this node's subscribers:

@@ -62,6 +62,7 @@ type routeOp struct {
 	subj   []byte // the subject the receiver presents
 	to     []byte // the subject the receiver routes by (subj unless D form)
 	queue  []byte // RS+/RS-
+	weight int    // RS+ of a queue group: how many members the peer has
 	reply  []byte
 	queues [][]byte
 	hdrLen int // -1: no headers
@@ -107,9 +108,11 @@ func parseRoute(buf []byte, lim routeLimits, op *routeOp) (int, error) {
 		op.kind, op.acct, op.subj = routeOpSub, f[0], f[1]
 		if len(f) == 4 {
 			op.queue = f[2]
-			if _, err := strconv.ParseUint(string(f[3]), 10, 31); err != nil {
+			w, err := strconv.ParseUint(string(f[3]), 10, 31)
+			if err != nil || w == 0 {
 				return 0, fmt.Errorf("%w: RS+ weight %q", errRouteProtocol, f[3])
 			}
+			op.weight = int(w)
 		}
 	case "RS-":
 		f := fields(rest, 3)
@@ -221,8 +224,9 @@ func fields(b []byte, max int) [][]byte {
 	return out
 }
 
-// appendRS appends an RS+ (add) or RS- line.
-func appendRS(b []byte, add bool, acct, subj, queue string) []byte {
+// appendRS appends an RS+ (add) or RS- line; weight is a queue group's
+// member count (RS+ only).
+func appendRS(b []byte, add bool, acct, subj, queue string, weight int) []byte {
 	if add {
 		b = append(b, "RS+ "...)
 	} else {
@@ -235,7 +239,8 @@ func appendRS(b []byte, add bool, acct, subj, queue string) []byte {
 		b = append(b, ' ')
 		b = append(b, queue...)
 		if add {
-			b = append(b, " 1"...)
+			b = append(b, ' ')
+			b = strconv.AppendInt(b, int64(max(weight, 1)), 10)
 		}
 	}
 	return append(b, "\r\n"...)

@@ -11,6 +11,10 @@ type routeSub struct {
 	r     *route
 	acct  string
 	queue []byte // the queue group, when the interest is a member of one
+	// weight is how many copies of the subscription are in the index
+	// (a queue group's announced member count; 1 otherwise). Guarded by
+	// the cluster's mu.
+	weight int
 }
 
 func (*routeSub) stream() bool { return false }

@@ -176,3 +176,28 @@ func TestClusterNameMismatch(t *testing.T) {
 		t.Errorf("n1 has %d routes, want 1", n)
 	}
 }
+
+// A queue group is announced with its member count, and peers weigh it
+// by that count; the last member's going removes it everywhere.
+func TestClusterQueueWeight(t *testing.T) {
+	s := startMesh(t, 2)
+	acc := s[0].GlobalAccount()
+	nc := connect(t, s[1])
+	var subs []*nats.Subscription
+	for i := 0; i < 3; i++ {
+		sub, err := nc.QueueSubscribeSync("jobs", "workers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, sub)
+	}
+	nc.Flush()
+	waitUntil(t, "weight 3 on n1", func() bool { return acc.remote.Load() == 3 })
+	subs[0].Unsubscribe()
+	nc.Flush()
+	waitUntil(t, "weight 2 on n1", func() bool { return acc.remote.Load() == 2 })
+	subs[1].Unsubscribe()
+	subs[2].Unsubscribe()
+	nc.Flush()
+	waitUntil(t, "no interest on n1", func() bool { return acc.remote.Load() == 0 && !acc.HasInterest("jobs") })
+}
