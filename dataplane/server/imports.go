@@ -319,7 +319,15 @@ func (s *sender) deliverLinked(r *subject.Result[*subscription], follow bool, su
 		delivered = true
 	}
 	for _, members := range r.Queues {
-		s.deliver(pickQueueMember(members), subj, reply, hdrLen, msg)
+		m := pickQueueMember(members)
+		if !follow && s.srv.cluster != nil {
+			// Every node applies a stream import itself: only this
+			// node's members are its to choose from.
+			if m = pickLocalMember(members); m == nil {
+				continue
+			}
+		}
+		s.deliver(m, subj, reply, hdrLen, msg)
 		delivered = true
 	}
 	if len(s.rt) > mark {
