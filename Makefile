@@ -49,6 +49,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(call fuzzn,250000) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/config
 	$(GO) test -run '^$$' -fuzz '^FuzzTransform$$' -fuzztime $(call fuzzn,600000) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/subject
 	$(GO) test -run '^$$' -fuzz '^FuzzConnect$$' -fuzztime $(call fuzzn,100000) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/server
+	$(GO) test -run '^$$' -fuzz '^FuzzRoute$$' -fuzztime $(call fuzzn,100000) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/server
 	$(GO) test -run '^$$' -fuzz '^FuzzJWT$$' -fuzztime $(call fuzzn,300000) -fuzzminimizetime $(FUZZMINIMIZE) ./tenant
 	$(GO) test -run '^$$' -fuzz '^FuzzAPI$$' -fuzztime $(call fuzzn,30000) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/jetstream
 

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/contrail/contrail/dataplane/cluster/mux"
 	"github.com/contrail/contrail/dataplane/config"
 	"github.com/contrail/contrail/dataplane/jetstream"
 	"github.com/contrail/contrail/dataplane/monitor"
@@ -33,6 +34,7 @@ type dataplaneFlags struct {
 	logLevel                                   string
 	pprofAddr                                  string
 	operator, resolver, systemAccount          string
+	nodeID, clusterAddr, peers, clusterName    string
 	set                                        map[string]bool
 }
 
@@ -51,6 +53,10 @@ func parseDataplaneFlags(args []string, stderr io.Writer) (*dataplaneFlags, erro
 	fs.StringVar(&f.operator, "operator", "", "operator JWT file: turns on operator mode (accounts and users from JWTs)")
 	fs.StringVar(&f.resolver, "resolver", "", "account resolver base URL; the account key is appended (URL(...) and MEMORY also accepted)")
 	fs.StringVar(&f.systemAccount, "system-account", "", "system account public key (default: the operator JWT's)")
+	fs.StringVar(&f.nodeID, "node-id", "", "this node's name in the cluster (the server_name clients see)")
+	fs.StringVar(&f.clusterAddr, "cluster-addr", "", "cluster port (host:port) for routes and replication between nodes; empty runs alone")
+	fs.StringVar(&f.peers, "peers", "", "initial cluster members, this node included: n1=host:port,n2=host:port,...")
+	fs.StringVar(&f.clusterName, "cluster-name", config.DefaultClusterName, "cluster name; nodes of another cluster are refused")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -106,6 +112,9 @@ func (f *dataplaneFlags) options() (*config.Options, error) {
 	if f.systemAccount != "" {
 		opts.SystemAccount = f.systemAccount
 	}
+	if err := f.clusterOptions(opts); err != nil {
+		return nil, err
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -115,6 +124,52 @@ func (f *dataplaneFlags) options() (*config.Options, error) {
 		return nil, errors.New("resolver and system_account need an operator (--operator or `operator` in the config)")
 	}
 	return opts, nil
+}
+
+// listenClusterPort binds the cluster port. It is bound before anything
+// that uses it starts, so routes and raft groups all share the one mux;
+// connections for a channel nobody listens on yet are closed, and the
+// peer redials.
+func listenClusterPort(co *config.ClusterOptions, log *slog.Logger) (*mux.Mux, error) {
+	ln, err := net.Listen("tcp", co.Addr())
+	if err != nil {
+		return nil, fmt.Errorf("cluster listen %s: %w", co.Addr(), err)
+	}
+	return mux.New(ln, log), nil
+}
+
+// clusterOptions applies --node-id, --cluster-addr, --peers and
+// --cluster-name over the config file's server_name and cluster block.
+func (f *dataplaneFlags) clusterOptions(opts *config.Options) error {
+	if f.nodeID != "" {
+		opts.ServerName = f.nodeID
+	}
+	if f.clusterAddr == "" && (f.set["peers"] || f.set["cluster-name"]) && opts.Cluster == nil {
+		return errors.New("--peers and --cluster-name need --cluster-addr")
+	}
+	if f.clusterAddr != "" || f.set["peers"] || f.set["cluster-name"] {
+		if opts.Cluster == nil {
+			opts.Cluster = &config.ClusterOptions{Name: config.DefaultClusterName}
+		}
+	}
+	if f.clusterAddr != "" {
+		host, port, err := splitHostPort(f.clusterAddr)
+		if err != nil {
+			return fmt.Errorf("--cluster-addr: %w", err)
+		}
+		opts.Cluster.Host, opts.Cluster.Port = host, port
+	}
+	if f.set["peers"] {
+		peers, err := config.ParsePeers(f.peers)
+		if err != nil {
+			return fmt.Errorf("--peers: %w", err)
+		}
+		opts.Cluster.Peers = peers
+	}
+	if f.set["cluster-name"] {
+		opts.Cluster.Name = f.clusterName
+	}
+	return nil
 }
 
 func splitHostPort(addr string) (string, int, error) {
@@ -204,6 +259,13 @@ func serveDataplane(ctx context.Context, opts *config.Options, dataDir string, l
 			return err
 		}
 	}
+	var cport *mux.Mux
+	if opts.Cluster != nil {
+		if cport, err = listenClusterPort(opts.Cluster, log); err != nil {
+			return err
+		}
+		defer cport.Close()
+	}
 	js, err := startJetStream(opts, dataDir, srv, log)
 	if err != nil {
 		return err
@@ -218,6 +280,13 @@ func serveDataplane(ctx context.Context, opts *config.Options, dataDir string, l
 	}
 	if err := srv.Listen(); err != nil {
 		return err
+	}
+	if cport != nil {
+		// After Listen: the route INFO carries the client URL.
+		if err := srv.StartCluster(cport); err != nil {
+			srv.Shutdown(context.Background())
+			return err
+		}
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve() }()

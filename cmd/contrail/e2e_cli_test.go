@@ -70,7 +70,7 @@ func TestConfigFileErrors(t *testing.T) {
 	}{
 		{"unknown key", "port: 4222\nmax_payload: 1MB\nlsiten: \"127.0.0.1:4222\"\n", []string{"lsiten", "line 3"}},
 		{"unknown key in tls block", "tls {\n  cert_file: \"a.pem\"\n  key_file: \"b.pem\"\n  verfiy: true\n}\n", []string{"verfiy", "line 4"}},
-		{"unsupported nats-server feature", "port: 4222\n\ncluster {\n  port: 6222\n}\n", []string{"cluster", "line 3", "not supported"}},
+		{"unsupported nats-server feature", "port: 4222\n\ngateway {\n  port: 6222\n}\n", []string{"gateway", "line 3", "not supported"}},
 		{"wrong type", "max_connections: \"many\"\n", []string{"max_connections", "line 1"}},
 		{"syntax error", "port: 4222\nhttp {{{\n", []string{"syntax_error.conf:2:"}},
 		{"missing operator jwt", "operator: \"op.jwt\"\n", []string{"operator", "op.jwt", "no such file"}},

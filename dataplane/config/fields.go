@@ -47,12 +47,13 @@ var topFields = map[string]field[Options]{
 	"system":            stringField(func(o *Options) *string { return &o.SystemAccount }),
 	"resolver_preload":  resolverPreloadField,
 	"authorization":     authorizationField,
+	"cluster":           clusterField,
 }
 
 // topUnsupported are nats-server top-level keys Contrail does not
 // implement. Naming them keeps users from hunting for a typo.
 var topUnsupported = setOf(
-	"cluster", "gateway", "leafnodes", "leaf", "websocket", "ws", "mqtt",
+	"gateway", "leafnodes", "leaf", "websocket", "ws", "mqtt",
 	"accounts", "no_auth_user", "mappings", "maps",
 	"https", "https_port", "http_base_path", "client_advertise",
 	"trace_verbose", "logtime", "logtime_utc", "logfile", "log_file",

@@ -84,6 +84,9 @@ type Options struct {
 
 	// Authorization is the open-mode authorization block, or nil.
 	Authorization *Authorization
+
+	// Cluster is nil when the node runs alone.
+	Cluster *ClusterOptions
 }
 
 // TLSOptions is the client-facing TLS setup. File paths are relative to

@@ -143,7 +143,7 @@ tls {
   verfy: true
   cipher_suites: []
 }
-cluster {
+gateway {
   port: 6222
 }
 ping_interval: 2m
@@ -160,7 +160,7 @@ debug: "true"
 		`line 4: unknown key "lsiten"`,
 		`line 6: unknown key "tls.verfy"`,
 		`line 7: "tls.cipher_suites" is not supported by Contrail`,
-		`line 9: "cluster" is not supported by Contrail`,
+		`line 9: "gateway" is not supported by Contrail`,
 		`line 12: ping_interval: unquoted 2m is the integer 2000000, not a duration; quote it: "2m"`,
 		`line 13: write_deadline: invalid duration "soon" (want e.g. "10s", "2m", "1h30m")`,
 		`line 14: debug: expected boolean, got string "true"`,

@@ -46,6 +46,7 @@ func (o *Options) Validate() error {
 	}
 	errs = append(errs, o.TLS.validate()...)
 	errs = append(errs, o.JetStream.validate()...)
+	errs = append(errs, o.Cluster.validate(o.ServerName)...)
 	return errors.Join(errs...)
 }
 

@@ -46,6 +46,7 @@ func New(srv *server.Server, log *slog.Logger) *Monitor {
 	mux.HandleFunc("/subsz", m.counted("/subsz", m.subsz))
 	mux.HandleFunc("/subscriptionsz", m.counted("/subscriptionsz", m.subsz))
 	mux.HandleFunc("/jsz", m.counted("/jsz", m.jsz))
+	mux.HandleFunc("/routez", m.counted("/routez", m.routez))
 	mux.HandleFunc("/accountz", m.counted("/accountz", m.accountz))
 	mux.HandleFunc("/accstatz", m.counted("/accstatz", m.accstatz))
 	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}

@@ -25,6 +25,16 @@ type serverStats struct {
 	StaleConnections    int64              `json:"stale_connections,omitempty"`
 	JetStream           *jsVarz            `json:"jetstream,omitempty"`
 	MaxProcs            int                `json:"gomaxprocs,omitempty"`
+	Routes              []routeStat        `json:"routes,omitempty"`
+}
+
+// routeStat is one route in a server ping's answer.
+type routeStat struct {
+	ID       uint64   `json:"rid"`
+	Name     string   `json:"name,omitempty"`
+	Sent     msgBytes `json:"sent"`
+	Received msgBytes `json:"received"`
+	Pending  int      `json:"pending"`
 }
 
 type msgBytes struct {
@@ -55,6 +65,12 @@ func (m *Monitor) statszDoc() *serverStats {
 		}
 	}
 	out.NumSubs = clientSubs(m.srv)
+	for _, r := range m.srv.Routes() {
+		out.Routes = append(out.Routes, routeStat{ID: r.RID, Name: r.RemoteName,
+			Sent:     msgBytes{Msgs: int64(r.OutMsgs), Bytes: int64(r.OutBytes)},
+			Received: msgBytes{Msgs: int64(r.InMsgs), Bytes: int64(r.InBytes)},
+			Pending:  int(r.Pending)})
+	}
 	m.mu.Lock()
 	out.CPU = m.cpu.sample(now)
 	m.mu.Unlock()

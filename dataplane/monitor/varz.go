@@ -67,6 +67,8 @@ type varz struct {
 	ConfigLoadTime   time.Time         `json:"config_load_time"`
 	ConfigDigest     string            `json:"config_digest"`
 	SlowConsumerSt   slowConsumerStats `json:"slow_consumer_stats"`
+	Cluster          *clusterVarz      `json:"cluster,omitempty"`
+	ConnectURLs      []string          `json:"connect_urls,omitempty"`
 }
 
 type slowConsumerStats struct {
@@ -126,6 +128,11 @@ func (m *Monitor) varzDoc() *varz {
 		Subscriptions:    clientSubs(m.srv),
 		ConfigLoadTime:   st.Start.UTC(),
 		SlowConsumerSt:   slowConsumerStats{Clients: st.SlowConsumers},
+	}
+	if ci := m.srv.Cluster(); ci != nil {
+		v.Cluster = &clusterVarz{Name: ci.Name, Addr: ci.Host, Port: ci.Port, URLs: ci.URLs}
+		v.ConnectURLs = m.srv.ConnectURLs()
+		v.Routes = len(m.srv.Routes())
 	}
 	if a := m.srv.Addr(); a != nil {
 		if _, p, err := splitPort(a.String()); err == nil {

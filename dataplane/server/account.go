@@ -21,6 +21,9 @@ type Account struct {
 	// stream captures, ack subjects), which monitoring leaves out of the
 	// client subscription counts.
 	internal atomic.Int64
+	// remote counts the interest routes announced (cluster*.go), also
+	// left out of the client counts.
+	remote atomic.Int64
 
 	watchMu sync.Mutex
 	watches []*interestWatch // guarded by watchMu
@@ -66,7 +69,9 @@ type ConnTotals struct {
 }
 
 // clientSubs is the number of client subscriptions in the account.
-func (a *Account) clientSubs() int { return a.subs.Count() - int(a.internal.Load()) }
+func (a *Account) clientSubs() int {
+	return a.subs.Count() - int(a.internal.Load()) - int(a.remote.Load())
+}
 
 func newAccount(srv *Server, name string) *Account {
 	a := &Account{name: name, srv: srv, subs: subject.NewIndex[*subscription]()}
@@ -113,7 +118,7 @@ func (sub *subscription) unsubscribe() {
 		sub.client.unsubscribe(sub)
 		return
 	}
-	if sub.acc.subs.Remove(string(sub.subject), "", sub) {
+	if sub.acc.removeSub(string(sub.subject), "", sub) {
 		sub.acc.internal.Add(-1)
 	}
 }

@@ -218,6 +218,9 @@ func (s *Server) loadAccount(ctx context.Context, name string) (*Account, error)
 		s.accts.m[name] = a
 	}
 	s.accts.mu.Unlock()
+	if s.cluster != nil {
+		s.cluster.accountLoaded(a)
+	}
 	s.installClaims(a, ac)
 	s.startSelfServices(a)
 	s.log.Info("account loaded", "account", name, "name", ac.Name)

@@ -72,6 +72,9 @@ type client struct {
 	// Set at CONNECT by the read loop, read by deliverers.
 	headers atomic.Bool
 	echo    atomic.Bool
+	// infoUpdates: the client takes asynchronous INFO (CONNECT protocol
+	// >= 1), so it hears of nodes joining the cluster.
+	infoUpdates atomic.Bool
 
 	opts connectOpts // read loop
 
@@ -468,6 +471,7 @@ func (c *client) processConnect(arg []byte) bool {
 	c.opts = opts
 	c.headers.Store(opts.Headers)
 	c.echo.Store(opts.Echo)
+	c.infoUpdates.Store(opts.Protocol >= 1)
 	c.mu.Lock()
 	c.mu.connected = true
 	c.mu.name, c.mu.lang, c.mu.version = opts.Name, opts.Lang, opts.Version
@@ -552,7 +556,7 @@ func (c *client) processSub(op *protocol.Op) {
 	}
 	c.mu.subs[string(sub.sid)] = sub
 	c.mu.Unlock()
-	if err := c.acc.subs.Insert(string(sub.subject), string(sub.queue), sub); err != nil {
+	if err := c.acc.insertSub(string(sub.subject), string(sub.queue), sub); err != nil {
 		c.mu.Lock()
 		delete(c.mu.subs, string(sub.sid))
 		c.mu.Unlock()
@@ -604,7 +608,7 @@ func (c *client) unsubscribe(sub *subscription) {
 	}
 	c.mu.Unlock()
 	if ok && cur == sub {
-		sub.acc.subs.Remove(string(sub.subject), string(sub.queue), sub)
+		sub.acc.removeSub(string(sub.subject), string(sub.queue), sub)
 	}
 }
 

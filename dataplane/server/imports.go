@@ -310,6 +310,7 @@ func (l *serviceLink) noResponders(s *sender, subj, reply []byte) {
 // reports whether anything took the message.
 func (s *sender) deliverLinked(r *subject.Result[*subscription], follow bool, subj, reply []byte, hdrLen int, msg []byte) bool {
 	delivered := false
+	mark := len(s.rt)
 	for _, sub := range r.Plain {
 		if sub.fwd != nil && (!follow || sub.fwd.stream()) {
 			continue
@@ -318,8 +319,19 @@ func (s *sender) deliverLinked(r *subject.Result[*subscription], follow bool, su
 		delivered = true
 	}
 	for _, members := range r.Queues {
-		s.deliver(pickQueueMember(members), subj, reply, hdrLen, msg)
+		m := pickQueueMember(members)
+		if !follow && s.srv.cluster != nil {
+			// Every node applies a stream import itself: only this
+			// node's members are its to choose from.
+			if m = pickLocalMember(members); m == nil {
+				continue
+			}
+		}
+		s.deliver(m, subj, reply, hdrLen, msg)
 		delivered = true
+	}
+	if len(s.rt) > mark {
+		s.flushRoutes(mark, subj, reply, hdrLen, msg)
 	}
 	return delivered
 }

@@ -10,24 +10,26 @@ import (
 // protocol's; clients read headers, max_payload, tls_required and version
 // to decide what they may do.
 type serverInfo struct {
-	ID           string `json:"server_id"`
-	Name         string `json:"server_name"`
-	Version      string `json:"version"`
-	Proto        int    `json:"proto"`
-	GoVersion    string `json:"go"`
-	Host         string `json:"host"`
-	Port         int    `json:"port"`
-	Headers      bool   `json:"headers"`
-	AuthRequired bool   `json:"auth_required,omitempty"`
-	TLSRequired  bool   `json:"tls_required,omitempty"`
-	TLSVerify    bool   `json:"tls_verify,omitempty"`
-	TLSAvailable bool   `json:"tls_available,omitempty"`
-	MaxPayload   int32  `json:"max_payload"`
-	JetStream    bool   `json:"jetstream,omitempty"`
-	ClientID     uint64 `json:"client_id,omitempty"`
-	ClientIP     string `json:"client_ip,omitempty"`
-	Nonce        string `json:"nonce,omitempty"`
-	Domain       string `json:"domain,omitempty"`
+	ID           string   `json:"server_id"`
+	Name         string   `json:"server_name"`
+	Version      string   `json:"version"`
+	Proto        int      `json:"proto"`
+	GoVersion    string   `json:"go"`
+	Host         string   `json:"host"`
+	Port         int      `json:"port"`
+	Headers      bool     `json:"headers"`
+	AuthRequired bool     `json:"auth_required,omitempty"`
+	TLSRequired  bool     `json:"tls_required,omitempty"`
+	TLSVerify    bool     `json:"tls_verify,omitempty"`
+	TLSAvailable bool     `json:"tls_available,omitempty"`
+	MaxPayload   int32    `json:"max_payload"`
+	JetStream    bool     `json:"jetstream,omitempty"`
+	ClientID     uint64   `json:"client_id,omitempty"`
+	ClientIP     string   `json:"client_ip,omitempty"`
+	Nonce        string   `json:"nonce,omitempty"`
+	Domain       string   `json:"domain,omitempty"`
+	Cluster      string   `json:"cluster,omitempty"`
+	ConnectURLs  []string `json:"connect_urls,omitempty"`
 }
 
 // infoFor builds the INFO line for one client.
@@ -54,6 +56,9 @@ func (s *Server) infoFor(c *client) []byte {
 	}
 	if a, ok := s.Addr().(*net.TCPAddr); ok {
 		info.Port = a.Port
+	}
+	if s.cluster != nil {
+		info.Cluster, info.ConnectURLs = s.cluster.name, s.cluster.connectURLs()
 	}
 	if s.tls != nil {
 		info.TLSRequired = !s.opts.AllowNonTLS

@@ -39,7 +39,7 @@ type PacedHandler = func(subject, reply, hdr, msg []byte) <-chan struct{}
 // stream capturing its subjects throttles its publishers this way.
 func (a *Account) SubscribeInternalPaced(filter string, h PacedHandler) (unsubscribe func(), err error) {
 	sub := &subscription{acc: a, subject: []byte(filter), handler: h}
-	if err := a.subs.Insert(filter, "", sub); err != nil {
+	if err := a.insertSub(filter, "", sub); err != nil {
 		return nil, fmt.Errorf("internal subscription %q: %w", filter, err)
 	}
 	a.internal.Add(1)

@@ -185,7 +185,7 @@ func (c *client) close(reason string, flush bool) {
 		conn.Close()
 	}
 	for _, sub := range subs {
-		sub.acc.subs.Remove(string(sub.subject), string(sub.queue), sub)
+		sub.acc.removeSub(string(sub.subject), string(sub.queue), sub)
 	}
 	if c.authed.Load() {
 		c.acc.removeClient(c)

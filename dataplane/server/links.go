@@ -302,7 +302,7 @@ func (s *Server) installLocked(a *Account, p *plan) (installedLink, error) {
 		}
 		l := &streamLink{importer: a, exporter: p.exporter, from: p.from, to: p.to, m: m}
 		l.sub = &subscription{acc: p.exporter, subject: []byte(p.from), fwd: l}
-		if err := p.exporter.subs.Insert(p.from, "", l.sub); err != nil {
+		if err := p.exporter.insertSub(p.from, "", l.sub); err != nil {
 			return nil, fmt.Errorf("stream %q: %w", p.from, err)
 		}
 		p.exporter.internal.Add(1)

@@ -83,7 +83,7 @@ func (a *Account) responses() *respTable {
 	t := &respTable{acc: a, prefix: string(randToken([]byte("_R_."), 5)) + "."}
 	t.mu.routes = map[string]*respRoute{}
 	t.sub = &subscription{acc: a, subject: []byte(t.prefix + ">"), fwd: t}
-	if err := a.subs.Insert(t.prefix+">", "", t.sub); err != nil {
+	if err := a.insertSub(t.prefix+">", "", t.sub); err != nil {
 		// The prefix is made of valid tokens; this cannot fail.
 		panic("response route subscription: " + err.Error())
 	}

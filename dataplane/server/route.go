@@ -27,6 +27,11 @@ type sender struct {
 	// than briefly.
 	drain bool
 	links linkCtx // a message crossing accounts (imports.go)
+	// noRoute: the message came from a route and goes to no other
+	// (one hop). rt are the routes the message being routed goes to
+	// (cluster_route.go).
+	noRoute bool
+	rt      []routeTarget
 }
 
 // route delivers a published message to every interested subscriber of
@@ -63,6 +68,7 @@ func oneShot(subj []byte) bool {
 // of each queue group. Without echo, the sender's own subscriptions are
 // skipped.
 func (s *sender) deliverAll(r *subject.Result[*subscription], echo bool, subj, reply []byte, hdrLen int, msg []byte) {
+	mark := len(s.rt)
 	for _, sub := range r.Plain {
 		if !echo && sub.client != nil && sub.client == s.from {
 			continue
@@ -77,6 +83,9 @@ func (s *sender) deliverAll(r *subject.Result[*subscription], echo bool, subj, r
 			}
 		}
 		s.deliver(sub, subj, reply, hdrLen, msg)
+	}
+	if len(s.rt) > mark {
+		s.flushRoutes(mark, subj, reply, hdrLen, msg)
 	}
 }
 

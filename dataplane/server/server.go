@@ -55,6 +55,9 @@ type Server struct {
 	sysst *sysState
 
 	nextCID atomic.Uint64
+	// cluster is the route layer (cluster*.go); nil when the node runs
+	// alone. Set in New, read-only after.
+	cluster *cluster
 	// jetstream holds the domain once JetStream serves; INFO announces it.
 	jetstream atomic.Pointer[string]
 	stats     counters
@@ -74,6 +77,7 @@ type counters struct {
 	inMsgs, outMsgs, inBytes, outBytes atomic.Uint64
 	slowConsumers, totalConns          atomic.Uint64
 	staleConns                         atomic.Uint64
+	slowRoutes                         atomic.Uint64
 }
 
 // New checks opts and builds a server; Start makes it listen.
@@ -108,6 +112,9 @@ func New(opts *config.Options, log *slog.Logger) (*Server, error) {
 		}
 	}
 	s.mu.clients = make(map[uint64]*client)
+	if opts.Cluster != nil {
+		s.cluster = newCluster(s, opts.Cluster)
+	}
 	if err := s.loadNkeyUsers(opts.Authorization); err != nil {
 		return nil, err
 	}
@@ -207,6 +214,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	if ln != nil {
 		ln.Close()
+	}
+	if s.cluster != nil {
+		s.cluster.close()
 	}
 	for _, c := range clients {
 		c.close(reasonServerShutdown, true)

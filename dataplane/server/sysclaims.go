@@ -43,6 +43,7 @@ type claimUpdateError struct {
 type sysServerInfo struct {
 	Name      string    `json:"name"`
 	Host      string    `json:"host"`
+	Cluster   string    `json:"cluster,omitempty"`
 	ID        string    `json:"id"`
 	Version   string    `json:"ver"`
 	JetStream bool      `json:"jetstream"`
@@ -52,7 +53,7 @@ type sysServerInfo struct {
 
 func (s *Server) sysInfo() *sysServerInfo {
 	return &sysServerInfo{
-		Name: s.name, Host: s.opts.Host, ID: s.id, Version: Version,
+		Name: s.name, Host: s.opts.Host, Cluster: s.ClusterName(), ID: s.id, Version: Version,
 		JetStream: s.jetstream.Load() != nil, Seq: s.sysSeq.Add(1), Time: time.Now().UTC(),
 	}
 }

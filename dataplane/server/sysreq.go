@@ -39,14 +39,14 @@ type eventFilter struct {
 var errNoReply = errors.New("request not for this server")
 
 // excludes reports whether the filter leaves this server out. Contrail
-// has no cluster name or server tags, so filters on them leave it out.
+// has no server tags, so filters on them leave it out.
 func (f *eventFilter) excludes(s *Server) bool {
 	has := strings.Contains
 	if f.ExactMatch {
 		has = func(a, b string) bool { return a == b }
 	}
 	if (f.Name != "" && !has(s.name, f.Name)) || (f.Host != "" && !has(s.opts.Host, f.Host)) ||
-		(f.Cluster != "" && !has("", f.Cluster)) || len(f.Tags) > 0 {
+		(f.Cluster != "" && !has(s.ClusterName(), f.Cluster)) || len(f.Tags) > 0 {
 		return true
 	}
 	if f.Domain != "" {

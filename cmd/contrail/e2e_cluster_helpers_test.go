@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// clusterNode is one node of a cluster started by startCluster.
+type clusterNode struct {
+	*node
+	ID          string // --node-id, the server name
+	ClusterAddr string // --cluster-addr
+	args        []string
+}
+
+// clusterOpts tweaks startCluster.
+type clusterOpts struct {
+	// args returns extra flags for node i (0-based), e.g. operator mode's.
+	args func(i int, dir string) []string
+}
+
+// startCluster starts n `contrail dataplane` nodes n1..nN on loopback,
+// each with --peers naming all of them, and waits until each is healthy
+// (not until the routes are up: see waitMesh). The nodes stop when the
+// test ends.
+func startCluster(t testing.TB, n int, o clusterOpts) []*clusterNode {
+	t.Helper()
+	nodes := make([]*clusterNode, n)
+	var peers []string
+	for i := range nodes {
+		dir := t.TempDir()
+		cn := &clusterNode{ID: fmt.Sprintf("n%d", i+1), ClusterAddr: freeAddr(t)}
+		cn.node = &node{NatsAddr: freeAddr(t), MonAddr: freeAddr(t), DataDir: filepath.Join(dir, "data"), Dir: dir}
+		cn.URL, cn.MonURL = "nats://"+cn.NatsAddr, "http://"+cn.MonAddr
+		peers = append(peers, cn.ID+"="+cn.ClusterAddr)
+		nodes[i] = cn
+	}
+	for i, cn := range nodes {
+		cn.args = []string{"dataplane",
+			"--nats-addr", cn.NatsAddr, "--monitor-addr", cn.MonAddr, "--data-dir", cn.DataDir,
+			"--node-id", cn.ID, "--cluster-addr", cn.ClusterAddr, "--peers", strings.Join(peers, ","),
+		}
+		if o.args != nil {
+			cn.args = append(cn.args, o.args(i, cn.Dir)...)
+		}
+		cn.start(t)
+	}
+	return nodes
+}
+
+// start runs the node's process with its fixed addresses.
+func (cn *clusterNode) start(t testing.TB) {
+	t.Helper()
+	p, err := startProc(t, cn.ID, contrailBin, cn.args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cleanExit = true
+	cn.proc = p
+	if err := waitHealthy(p, cn.MonURL); err != nil {
+		p.stop()
+		t.Fatal(err)
+	}
+	t.Cleanup(p.stop)
+}
+
+// kill ends the node with SIGKILL (no graceful shutdown).
+func (cn *clusterNode) kill(t testing.TB) {
+	t.Helper()
+	cn.signal(syscall.SIGKILL)
+	if _, ok := cn.wait(stopTimeout); !ok {
+		t.Fatalf("%s did not die", cn.ID)
+	}
+}
+
+// restart starts a killed or stopped node again with the same id,
+// addresses and data directory.
+func (cn *clusterNode) restart(t testing.TB) {
+	t.Helper()
+	cn.start(t)
+}
+
+// routez is a node's /routez.
+func (cn *clusterNode) routez(t testing.TB) map[string]any {
+	var m map[string]any
+	getJSON(t, cn.MonURL+"/routez", &m)
+	return m
+}
+
+// waitMesh waits until every node has a route to every other.
+func waitMesh(t testing.TB, nodes []*clusterNode) {
+	t.Helper()
+	waitFor(t, startTimeout, "full mesh", func() bool {
+		for _, cn := range nodes {
+			var m map[string]any
+			if err := fetchJSON(cn.MonURL+"/routez", &m); err != nil {
+				return false
+			}
+			if n, _ := m["num_routes"].(float64); int(n) != len(nodes)-1 {
+				return false
+			}
+		}
+		return true
+	})
+}

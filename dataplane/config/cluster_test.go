@@ -1,0 +1,86 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestClusterBlock(t *testing.T) {
+	src := `
+server_name: n1
+cluster {
+  name: east
+  listen: "127.0.0.1:6222"
+  routes: [
+    "nats-route://127.0.0.1:6223"
+    "n3=nats-route://127.0.0.1:6224"
+  ]
+}
+`
+	o, err := Parse([]byte(src), "test.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	want := &ClusterOptions{Name: "east", Host: "127.0.0.1", Port: 6222,
+		Peers: []Peer{{Addr: "127.0.0.1:6223"}, {ID: "n3", Addr: "127.0.0.1:6224"}}}
+	if !reflect.DeepEqual(o.Cluster, want) {
+		t.Errorf("cluster = %+v, want %+v", o.Cluster, want)
+	}
+	if o.NodeID() != "n1" {
+		t.Errorf("node id %q", o.NodeID())
+	}
+}
+
+func TestClusterDefaults(t *testing.T) {
+	o, err := Parse([]byte("cluster { port: 6222 }"), "test.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Cluster.Name != DefaultClusterName || o.Cluster.Addr() != "0.0.0.0:6222" {
+		t.Errorf("cluster = %+v", o.Cluster)
+	}
+}
+
+func TestClusterBad(t *testing.T) {
+	for _, tt := range []struct{ src, want string }{
+		{`cluster { routes: ["http://h:1"] }`, `scheme "http"`},
+		{`cluster { routes: ["nats-route://u:p@h:1"] }`, `not supported`},
+		{`cluster { routes: ["nats-route://h"] }`, `not host:port`},
+		{`cluster { pool_size: 3 }`, `"cluster.pool_size" is not supported`},
+		{`cluster { name: "a b" }`, `cluster name`},
+		{`server_name: n9
+cluster { routes: ["n1=nats-route://h:1", "n2=nats-route://h:2"] }`, `this node "n9" is not among them`},
+		{`cluster { routes: ["n1=nats-route://h:1"] }`, `needs a name`},
+		{`server_name: n1
+cluster { routes: ["n1=nats-route://h:1", "n1=nats-route://h:2"] }`, `"n1" appears twice`},
+		{`cluster { routes: ["nats-route://h:1", "nats-route://h:1"] }`, `"h:1" appears twice`},
+	} {
+		o, err := Parse([]byte(tt.src), "test.conf")
+		if err == nil {
+			err = o.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err %v, want %q", tt.src, err, tt.want)
+		}
+	}
+}
+
+func TestParsePeers(t *testing.T) {
+	p, err := ParsePeers("n1=127.0.0.1:1,n2=127.0.0.1:2, n3=h:3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Peer{{"n1", "127.0.0.1:1"}, {"n2", "127.0.0.1:2"}, {"n3", "h:3"}}
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("peers = %v", p)
+	}
+	for _, bad := range []string{"", "n1", "n1=", "=h:1", "n1=h", "n1=h:0", "n1=h:x"} {
+		if _, err := ParsePeers(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}

@@ -1,0 +1,291 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// The route protocol between nodes, modelled on nats-server's:
+//
+//	INFO {json}                 who a node is (first line both ways)
+//	CONNECT {json}              the dialer's greeting
+//	PING / PONG / +OK / -ERR 'text'
+//	RS+ <acct> <subj>[ <queue> <weight>]   interest gained
+//	RS- <acct> <subj>[ <queue>]            interest lost
+//	RMSG <acct> <subj> [+ <reply> <queue>... | '|' <queue>... | <reply>] <size>
+//	HMSG <acct> <subj> [...] <hdr size> <size>
+//	RDMSG / HDMSG <acct> <to> <subj> [...] ...   routed by to, shown as subj
+//
+// A message frame names the queue groups it is for: the receiver delivers
+// it to its plain subscribers and to one member of each named group. The
+// cluster port is reachable by anyone who can reach the node, so parsing
+// is bounded like the client port's.
+
+// routeOpKind names a route protocol operation.
+type routeOpKind uint8
+
+const (
+	routeOpInfo routeOpKind = iota + 1
+	routeOpConnect
+	routeOpPing
+	routeOpPong
+	routeOpOK
+	routeOpErr
+	routeOpSub   // RS+
+	routeOpUnsub // RS-
+	routeOpMsg   // RMSG, HMSG, RDMSG, HDMSG
+)
+
+// maxRouteQueues bounds the queue names one message frame may carry.
+const maxRouteQueues = 1024
+
+var (
+	errRouteControlLine = errors.New("route: control line too long")
+	errRouteMaxPayload  = errors.New("route: payload too large")
+	errRouteProtocol    = errors.New("route: protocol error")
+)
+
+// routeLimits bound what a peer may send in one operation.
+type routeLimits struct {
+	maxControlLine int
+	maxPayload     int
+}
+
+// routeOp is one parsed operation. Its slices alias the parse buffer and
+// are valid until the buffer is reused.
+type routeOp struct {
+	kind   routeOpKind
+	arg    []byte // INFO/CONNECT JSON, -ERR text
+	acct   []byte
+	subj   []byte // the subject the receiver presents
+	to     []byte // the subject the receiver routes by (subj unless D form)
+	queue  []byte // RS+/RS-
+	weight int    // RS+ of a queue group: how many members the peer has
+	reply  []byte
+	queues [][]byte
+	hdrLen int // -1: no headers
+	msg    []byte
+}
+
+// parseRoute parses one operation from the start of buf. It returns the
+// bytes used, 0 when buf holds no complete operation yet.
+func parseRoute(buf []byte, lim routeLimits, op *routeOp) (int, error) {
+	nl := bytes.IndexByte(buf, '\n')
+	if nl < 0 {
+		if len(buf) > lim.maxControlLine {
+			return 0, errRouteControlLine
+		}
+		return 0, nil
+	}
+	if nl > lim.maxControlLine {
+		return 0, errRouteControlLine
+	}
+	line := buf[:nl]
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	verb, rest, _ := bytes.Cut(line, []byte{' '})
+	*op = routeOp{queues: op.queues[:0], hdrLen: -1}
+	used := nl + 1
+	switch string(bytes.ToUpper(verb)) {
+	case "INFO":
+		op.kind, op.arg = routeOpInfo, bytes.TrimSpace(rest)
+	case "CONNECT":
+		op.kind, op.arg = routeOpConnect, bytes.TrimSpace(rest)
+	case "PING":
+		op.kind = routeOpPing
+	case "PONG":
+		op.kind = routeOpPong
+	case "+OK":
+		op.kind = routeOpOK
+	case "-ERR":
+		op.kind, op.arg = routeOpErr, bytes.TrimSpace(rest)
+	case "RS+":
+		f := fields(rest, 4)
+		if len(f) != 2 && len(f) != 4 {
+			return 0, fmt.Errorf("%w: RS+ wants 2 or 4 arguments", errRouteProtocol)
+		}
+		op.kind, op.acct, op.subj = routeOpSub, f[0], f[1]
+		if len(f) == 4 {
+			op.queue = f[2]
+			w, err := strconv.ParseUint(string(f[3]), 10, 31)
+			if err != nil || w == 0 {
+				return 0, fmt.Errorf("%w: RS+ weight %q", errRouteProtocol, f[3])
+			}
+			op.weight = int(w)
+		}
+	case "RS-":
+		f := fields(rest, 3)
+		if len(f) != 2 && len(f) != 3 {
+			return 0, fmt.Errorf("%w: RS- wants 2 or 3 arguments", errRouteProtocol)
+		}
+		op.kind, op.acct, op.subj = routeOpUnsub, f[0], f[1]
+		if len(f) == 3 {
+			op.queue = f[2]
+		}
+	case "RMSG", "HMSG", "RDMSG", "HDMSG":
+		n, err := parseRouteMsg(string(bytes.ToUpper(verb)), rest, lim, op)
+		if err != nil {
+			return 0, err
+		}
+		if len(buf)-used < n+2 {
+			return 0, nil
+		}
+		if buf[used+n] != '\r' || buf[used+n+1] != '\n' {
+			return 0, fmt.Errorf("%w: message not followed by CRLF", errRouteProtocol)
+		}
+		op.msg = buf[used : used+n]
+		used += n + 2
+	default:
+		return 0, fmt.Errorf("%w: unknown operation %q", errRouteProtocol, verb)
+	}
+	return used, nil
+}
+
+// parseRouteMsg reads a message frame's arguments and returns the size of
+// the body that follows.
+func parseRouteMsg(verb string, rest []byte, lim routeLimits, op *routeOp) (int, error) {
+	op.kind = routeOpMsg
+	f := fields(rest, maxRouteQueues+8)
+	min := 3
+	hdr := verb[0] == 'H'
+	dform := verb == "RDMSG" || verb == "HDMSG"
+	if hdr {
+		min++
+	}
+	if dform {
+		min++
+	}
+	if len(f) < min || len(f) > maxRouteQueues+8 {
+		return 0, fmt.Errorf("%w: %s: %d arguments", errRouteProtocol, verb, len(f))
+	}
+	op.acct, f = f[0], f[1:]
+	if dform {
+		op.to, f = f[0], f[1:]
+	}
+	op.subj, f = f[0], f[1:]
+	if !dform {
+		op.to = op.subj
+	}
+	sizes := 1
+	if hdr {
+		sizes = 2
+	}
+	mid, nums := f[:len(f)-sizes], f[len(f)-sizes:]
+	switch {
+	case len(mid) == 0:
+	case len(mid) == 1:
+		op.reply = mid[0]
+	case string(mid[0]) == "+" && len(mid) >= 3:
+		op.reply = mid[1]
+		op.queues = append(op.queues, mid[2:]...)
+	case string(mid[0]) == "|" && len(mid) >= 2:
+		op.queues = append(op.queues, mid[1:]...)
+	default:
+		return 0, fmt.Errorf("%w: %s: bad reply/queue arguments", errRouteProtocol, verb)
+	}
+	size, err := strconv.Atoi(string(nums[len(nums)-1]))
+	if err != nil || size < 0 {
+		return 0, fmt.Errorf("%w: %s: bad size %q", errRouteProtocol, verb, nums[len(nums)-1])
+	}
+	if size > lim.maxPayload {
+		return 0, errRouteMaxPayload
+	}
+	if hdr {
+		h, err := strconv.Atoi(string(nums[0]))
+		if err != nil || h < 0 || h > size {
+			return 0, fmt.Errorf("%w: %s: bad header size %q", errRouteProtocol, verb, nums[0])
+		}
+		op.hdrLen = h
+	}
+	return size, nil
+}
+
+// fields splits on blanks, returning at most max+1 fields (so callers can
+// tell "too many").
+func fields(b []byte, max int) [][]byte {
+	var out [][]byte
+	for len(b) > 0 && len(out) <= max {
+		i := 0
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+			i++
+		}
+		b = b[i:]
+		if len(b) == 0 {
+			break
+		}
+		j := 0
+		for j < len(b) && b[j] != ' ' && b[j] != '\t' {
+			j++
+		}
+		out = append(out, b[:j])
+		b = b[j:]
+	}
+	return out
+}
+
+// appendRS appends an RS+ (add) or RS- line; weight is a queue group's
+// member count (RS+ only).
+func appendRS(b []byte, add bool, acct, subj, queue string, weight int) []byte {
+	if add {
+		b = append(b, "RS+ "...)
+	} else {
+		b = append(b, "RS- "...)
+	}
+	b = append(b, acct...)
+	b = append(b, ' ')
+	b = append(b, subj...)
+	if queue != "" {
+		b = append(b, ' ')
+		b = append(b, queue...)
+		if add {
+			b = append(b, ' ')
+			b = strconv.AppendInt(b, int64(max(weight, 1)), 10)
+		}
+	}
+	return append(b, "\r\n"...)
+}
+
+// appendRouteMsgLine appends a message frame's control line. to is nil
+// when the message is routed by subj itself.
+func appendRouteMsgLine(b []byte, acct string, to, subj, reply []byte, queues [][]byte, hdrLen, size int) []byte {
+	switch {
+	case to != nil && hdrLen >= 0:
+		b = append(b, "HDMSG "...)
+	case to != nil:
+		b = append(b, "RDMSG "...)
+	case hdrLen >= 0:
+		b = append(b, "HMSG "...)
+	default:
+		b = append(b, "RMSG "...)
+	}
+	b = append(b, acct...)
+	b = append(b, ' ')
+	if to != nil {
+		b = append(b, to...)
+		b = append(b, ' ')
+	}
+	b = append(b, subj...)
+	b = append(b, ' ')
+	switch {
+	case len(queues) > 0 && len(reply) > 0:
+		b = append(b, "+ "...)
+		b = append(b, reply...)
+		b = append(b, ' ')
+	case len(queues) > 0:
+		b = append(b, "| "...)
+	case len(reply) > 0:
+		b = append(b, reply...)
+		b = append(b, ' ')
+	}
+	for _, q := range queues {
+		b = append(b, q...)
+		b = append(b, ' ')
+	}
+	if hdrLen >= 0 {
+		b = strconv.AppendInt(b, int64(hdrLen), 10)
+		b = append(b, ' ')
+	}
+	b = strconv.AppendInt(b, int64(size), 10)
+	return append(b, "\r\n"...)
+}

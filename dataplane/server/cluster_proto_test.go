@@ -1,0 +1,158 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+var testRouteLimits = routeLimits{maxControlLine: 4096, maxPayload: 1 << 20}
+
+func TestParseRoute(t *testing.T) {
+	for _, tt := range []struct {
+		in                    string
+		kind                  routeOpKind
+		acct, subj, to, reply string
+		queue                 string
+		queues                []string
+		hdr                   int
+		msg                   string
+	}{
+		{in: "PING\r\n", kind: routeOpPing, hdr: -1},
+		{in: "pong\r\n", kind: routeOpPong, hdr: -1},
+		{in: "RS+ $G foo.*\r\n", kind: routeOpSub, acct: "$G", subj: "foo.*", hdr: -1},
+		{in: "RS+ $G foo q 3\r\n", kind: routeOpSub, acct: "$G", subj: "foo", queue: "q", hdr: -1},
+		{in: "RS- A foo q\r\n", kind: routeOpUnsub, acct: "A", subj: "foo", queue: "q", hdr: -1},
+		{in: "RMSG $G foo 5\r\nhello\r\n", kind: routeOpMsg, acct: "$G", subj: "foo", to: "foo", hdr: -1, msg: "hello"},
+		{in: "RMSG $G foo _INBOX.1 2\r\nhi\r\n", kind: routeOpMsg, acct: "$G", subj: "foo", to: "foo", reply: "_INBOX.1", hdr: -1, msg: "hi"},
+		{in: "RMSG $G foo + r q1 q2 0\r\n\r\n", kind: routeOpMsg, acct: "$G", subj: "foo", to: "foo", reply: "r", queues: []string{"q1", "q2"}, hdr: -1},
+		{in: "RMSG $G foo | q1 1\r\nx\r\n", kind: routeOpMsg, acct: "$G", subj: "foo", to: "foo", queues: []string{"q1"}, hdr: -1, msg: "x"},
+		{in: "HMSG $G foo 12 14\r\nNATS/1.0\r\n\r\nab\r\n", kind: routeOpMsg, acct: "$G", subj: "foo", to: "foo", hdr: 12, msg: "NATS/1.0\r\n\r\nab"},
+		{in: "RDMSG $G dlv orig 1\r\nx\r\n", kind: routeOpMsg, acct: "$G", subj: "orig", to: "dlv", hdr: -1, msg: "x"},
+	} {
+		var op routeOp
+		n, err := parseRoute([]byte(tt.in), testRouteLimits, &op)
+		if err != nil || n != len(tt.in) {
+			t.Errorf("%q: used %d err %v", tt.in, n, err)
+			continue
+		}
+		var qs []string
+		for _, q := range op.queues {
+			qs = append(qs, string(q))
+		}
+		if op.kind != tt.kind || string(op.acct) != tt.acct || string(op.subj) != tt.subj || string(op.to) != tt.to ||
+			string(op.reply) != tt.reply || string(op.queue) != tt.queue || !equalStrings(qs, tt.queues) ||
+			op.hdrLen != tt.hdr || string(op.msg) != tt.msg {
+			t.Errorf("%q: got %+v", tt.in, op)
+		}
+		// Every proper prefix is incomplete, never an error.
+		for i := 0; i < len(tt.in); i++ {
+			if n, err := parseRoute([]byte(tt.in[:i]), testRouteLimits, &op); n != 0 || err != nil {
+				t.Errorf("%q prefix %d: used %d err %v", tt.in, i, n, err)
+			}
+		}
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestParseRouteBad(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want error
+	}{
+		{"FOO\r\n", errRouteProtocol},
+		{"RS+ $G\r\n", errRouteProtocol},
+		{"RS+ $G foo q\r\n", errRouteProtocol},
+		{"RS+ $G foo q x\r\n", errRouteProtocol},
+		{"RMSG $G foo\r\n", errRouteProtocol},
+		{"RMSG $G foo -1\r\n", errRouteProtocol},
+		{"RMSG $G foo 2000000\r\n", errRouteMaxPayload},
+		{"RMSG $G foo a b 1\r\n", errRouteProtocol},
+		{"HMSG $G foo 5 2\r\n", errRouteProtocol},
+		{"RMSG $G foo 1\r\nxyz", errRouteProtocol},
+		{"RS+ " + string(bytes.Repeat([]byte("a"), 5000)), errRouteControlLine},
+	} {
+		var op routeOp
+		if _, err := parseRoute([]byte(tt.in), testRouteLimits, &op); !errors.Is(err, tt.want) {
+			t.Errorf("%.40q: err %v, want %v", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestRouteMsgLineRoundTrip(t *testing.T) {
+	for _, tt := range []struct {
+		to, reply string
+		queues    []string
+		hdr       int
+	}{
+		{}, {reply: "r"}, {queues: []string{"a", "b"}}, {reply: "r", queues: []string{"a"}},
+		{hdr: 3}, {to: "dlv", hdr: 3, reply: "r", queues: []string{"q"}},
+	} {
+		var to []byte
+		if tt.to != "" {
+			to = []byte(tt.to)
+		}
+		var qs [][]byte
+		for _, q := range tt.queues {
+			qs = append(qs, []byte(q))
+		}
+		hdr := tt.hdr
+		if hdr == 0 {
+			hdr = -1
+		}
+		body := "abc-body"
+		b := appendRouteMsgLine(nil, "ACC", to, []byte("subj"), []byte(tt.reply), qs, hdr, len(body))
+		b = append(append(b, body...), "\r\n"...)
+		var op routeOp
+		n, err := parseRoute(b, testRouteLimits, &op)
+		if err != nil || n != len(b) {
+			t.Fatalf("%q: %d %v", b, n, err)
+		}
+		wantTo := tt.to
+		if wantTo == "" {
+			wantTo = "subj"
+		}
+		if string(op.acct) != "ACC" || string(op.subj) != "subj" || string(op.to) != wantTo || string(op.reply) != tt.reply ||
+			len(op.queues) != len(qs) || op.hdrLen != hdr || string(op.msg) != body {
+			t.Errorf("%q: got %+v", b, op)
+		}
+	}
+}
+
+// FuzzRoute feeds hostile bytes to the route parser: it must never panic,
+// never claim more bytes than it was given, and never return a message
+// past its bounds.
+func FuzzRoute(f *testing.F) {
+	for _, s := range []string{"PING\r\n", "RS+ $G foo q 1\r\n", "RS- $G foo\r\n", "RMSG $G foo + r q 2\r\nhi\r\n",
+		"HMSG $G foo 12 14\r\nNATS/1.0\r\n\r\nab\r\n", "RDMSG A b c | q 0\r\n\r\n", "INFO {}\r\n"} {
+		f.Add([]byte(s))
+	}
+	lim := routeLimits{maxControlLine: 256, maxPayload: 1024}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var op routeOp
+		for len(data) > 0 {
+			n, err := parseRoute(data, lim, &op)
+			if err != nil || n == 0 {
+				return
+			}
+			if n > len(data) {
+				t.Fatalf("used %d of %d", n, len(data))
+			}
+			if len(op.msg) > lim.maxPayload || op.hdrLen > len(op.msg) || len(op.queues) > maxRouteQueues {
+				t.Fatalf("out of bounds: %+v", op)
+			}
+			data = data[n:]
+		}
+	})
+}

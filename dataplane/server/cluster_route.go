@@ -1,0 +1,104 @@
+package server
+
+// Forwarding published messages to routes. Interest a peer announced is a
+// subscription in the account's index whose forwarder is a routeSub, so
+// matching, queue group choice, no-responders and HasInterest see remote
+// interest with no extra step, and a node without routes pays nothing:
+// its indexes hold no routeSub.
+
+// routeSub is the forwarder of one interest a peer announced.
+type routeSub struct {
+	r     *route
+	acct  string
+	queue []byte // the queue group, when the interest is a member of one
+	// weight is how many copies of the subscription are in the index
+	// (a queue group's announced member count; 1 otherwise). Guarded by
+	// the cluster's mu.
+	weight int
+}
+
+func (*routeSub) stream() bool { return false }
+
+// interest: the peer said it has a subscriber.
+func (*routeSub) interest([]byte, int) bool { return true }
+
+// routeTarget is one route a message being routed goes to, with the queue
+// groups it is for there.
+type routeTarget struct {
+	r      *route
+	acct   string
+	queues [][]byte
+}
+
+// forward notes the route as a target of the message; deliverAll sends
+// one frame per route once every subscription has been seen, so a
+// message reaches each peer at most once however many of its
+// subscriptions match. A message that came from a route goes no further.
+func (f *routeSub) forward(s *sender, _, _ []byte, _ int, _ []byte) {
+	if s.noRoute {
+		return
+	}
+	for i := range s.rt {
+		t := &s.rt[i]
+		if t.r == f.r && t.acct == f.acct {
+			if len(f.queue) > 0 && !named(t.queues, f.queue) {
+				t.queues = append(t.queues, f.queue)
+			}
+			return
+		}
+	}
+	t := routeTarget{r: f.r, acct: f.acct}
+	if len(f.queue) > 0 {
+		t.queues = append(t.queues, f.queue)
+	}
+	s.rt = append(s.rt, t)
+}
+
+// flushRoutes sends the message to the routes noted since mark.
+func (s *sender) flushRoutes(mark int, subj, reply []byte, hdrLen int, msg []byte) {
+	for i := mark; i < len(s.rt); i++ {
+		t := &s.rt[i]
+		if st := t.r.sendMsg(t.acct, s.links.deliverTo, subj, reply, t.queues, hdrLen, msg); st != nil && !s.drain {
+			s.stall = st
+		}
+		t.r, t.queues = nil, nil
+	}
+	s.rt = s.rt[:mark]
+}
+
+// sendMsg queues one message frame. A backlog past three quarters of the
+// bound makes a publishing client pause (as a slow subscriber does), so
+// TCP slows the publisher to the peer's pace; past the bound the route is
+// cut.
+func (r *route) sendMsg(acct string, to, subj, reply []byte, queues [][]byte, hdrLen int, msg []byte) (stall <-chan struct{}) {
+	o := r.out
+	max := r.maxPending()
+	o.mu.Lock()
+	if o.mu.stop {
+		o.mu.Unlock()
+		return nil
+	}
+	need := len(acct) + len(to) + len(subj) + len(reply) + 48 + len(msg)
+	for _, q := range queues {
+		need += len(q) + 1
+	}
+	o.roomLocked(need)
+	before := len(o.mu.cur)
+	o.mu.cur = appendRouteMsgLine(o.mu.cur, acct, to, subj, reply, queues, hdrLen, len(msg))
+	o.mu.cur = append(o.mu.cur, msg...)
+	o.mu.cur = append(o.mu.cur, '\r', '\n')
+	o.mu.pending += int64(len(o.mu.cur) - before)
+	slow := o.mu.pending > max
+	if st := o.stallLocked(max); st != nil {
+		stall = st
+	}
+	o.mu.Unlock()
+	r.outMsgs.Add(1)
+	r.outBytes.Add(uint64(len(msg)))
+	if slow {
+		r.slow()
+		return nil
+	}
+	o.wake()
+	return stall
+}
