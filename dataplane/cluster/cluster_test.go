@@ -1,0 +1,289 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+var three = []string{"n1", "n2", "n3"}
+
+func startThree(t *testing.T) *testCluster {
+	c := newTestCluster(t, three...)
+	for _, name := range three {
+		c.start(name)
+	}
+	c.waitLeaders(20 * time.Second)
+	return c
+}
+
+// Every group elects a leader, and entries proposed on it reach every
+// node's FSM; the leader then sees both followers current.
+func TestGroupsElectAndReplicate(t *testing.T) {
+	c := startThree(t)
+	want := map[uint16][]string{}
+	for g := uint16(0); g <= testPartitions; g++ {
+		for i := 0; i < 5; i++ {
+			e := fmt.Sprintf("g%d-e%d", g, i)
+			c.apply(g, e)
+			want[g] = append(want[g], e)
+		}
+	}
+	for _, name := range three {
+		for g := uint16(0); g <= testPartitions; g++ {
+			c.waitEntries(name, g, want[g])
+		}
+	}
+	for g := uint16(0); g <= testPartitions; g++ {
+		leader := c.node(c.leader(g)).Group(g)
+		waitFor(t, 5*time.Second, "both followers current", func() bool {
+			reps := leader.Replicas()
+			if len(reps) != 2 {
+				return false
+			}
+			for _, r := range reps {
+				if !r.Current || r.Offline || r.Lag != 0 || !r.Voter {
+					return false
+				}
+			}
+			return true
+		})
+		if id := leader.ServerID(); strings.Contains(id, "#") {
+			t.Errorf("group %d: bootstrapped leader runs as %q, want a plain name", g, id)
+		}
+	}
+}
+
+// A leader that dies (no hand-over, connections cut) is replaced, and
+// the new leader commits, well under a second later. The dead node comes
+// back with its stores and catches up.
+func TestFailoverUnplanned(t *testing.T) {
+	runs := 3
+	if soak() {
+		runs = 10
+	}
+	c := startThree(t)
+	const g = 1
+	var want []string
+	var took []time.Duration
+	for run := 0; run < runs; run++ {
+		e := fmt.Sprintf("before-%d", run)
+		c.apply(g, e)
+		want = append(want, e)
+		old := c.leader(g)
+		if old == "" {
+			t.Fatal("no leader")
+		}
+		start := time.Now()
+		c.kill(old)
+		e = fmt.Sprintf("after-%d", run)
+		c.apply(g, e)
+		took = append(took, time.Since(start))
+		want = append(want, e)
+		c.start(old)
+		for _, name := range three {
+			c.waitEntries(name, g, want)
+		}
+		c.waitLeaders(10 * time.Second)
+	}
+	m := median(took)
+	t.Logf("unplanned failover, kill to next commit: median %v over %d runs %v", m, runs, took)
+	if m > time.Second {
+		t.Errorf("median failover %v, want under 1s", m)
+	}
+}
+
+// A planned transfer moves leadership to the named node, or to any.
+func TestLeadershipTransfer(t *testing.T) {
+	c := startThree(t)
+	const g = 2
+	from := c.leader(g)
+	var to string
+	for _, name := range three {
+		if name != from {
+			to = name
+			break
+		}
+	}
+	start := time.Now()
+	if err := c.node(from).Group(g).TransferLeadership(to); err != nil {
+		t.Fatal(err)
+	}
+	c.apply(g, "after-named")
+	t.Logf("planned transfer to a named node, to next commit: %v", time.Since(start))
+	if l := c.node(to).Group(g).Leader(); l != to {
+		t.Fatalf("leader after transfer to %s: %q", to, l)
+	}
+	start = time.Now()
+	if err := c.node(to).Group(g).TransferLeadership(""); err != nil {
+		t.Fatal(err)
+	}
+	c.apply(g, "after-any")
+	t.Logf("planned transfer to any node, to next commit: %v", time.Since(start))
+	if c.node(to).Group(g).IsLeader() {
+		t.Fatal("still leader after transfer")
+	}
+	if err := c.node(to).Group(g).TransferLeadership(""); err == nil {
+		t.Fatal("a follower's transfer succeeded")
+	}
+	for _, name := range three {
+		c.waitEntries(name, g, []string{"after-named", "after-any"})
+	}
+}
+
+// A follower restarted with its stores rejoins under its old id and
+// catches up on what it missed, and the leader sees it current again.
+func TestRestartCatchesUp(t *testing.T) {
+	c := startThree(t)
+	const g = 3
+	leader := c.leader(g)
+	var follower string
+	for _, name := range three {
+		if name != leader {
+			follower = name
+		}
+	}
+	c.apply(g, "e0")
+	c.kill(follower)
+	want := []string{"e0"}
+	for i := 1; i < 200; i++ {
+		e := fmt.Sprintf("e%d", i)
+		c.apply(g, e)
+		want = append(want, e)
+	}
+	lg := c.node(leader).Group(g)
+	waitFor(t, 10*time.Second, "the stopped follower offline", func() bool {
+		for _, r := range lg.Replicas() {
+			if r.Name == follower {
+				return r.Offline && !r.Current && r.Lag > 0
+			}
+		}
+		return false
+	})
+	c.start(follower)
+	c.waitEntries(follower, g, want)
+	waitFor(t, 5*time.Second, "the restarted follower current", func() bool {
+		for _, r := range lg.Replicas() {
+			if r.Name == follower {
+				return r.Current && !r.Offline && r.Lag == 0
+			}
+		}
+		return false
+	})
+	fg := c.node(follower).Group(g)
+	if fg.ServerID() != follower || fg.Repairing() {
+		t.Fatalf("restarted follower runs as %q, repairing %v", fg.ServerID(), fg.Repairing())
+	}
+}
+
+// A fresh cluster bootstraps only when every peer has answered that it
+// has no state: two of three fresh nodes wait.
+func TestBootstrapNeedsEveryPeer(t *testing.T) {
+	c := newTestCluster(t, three...)
+	c.start("n1")
+	c.start("n2")
+	waitFor(t, 10*time.Second, "three discovery rounds on both nodes", func() bool {
+		return c.node("n1").rounds.Load() >= 3 && c.node("n2").rounds.Load() >= 3
+	})
+	for _, name := range []string{"n1", "n2"} {
+		for _, g := range c.node(name).Groups() {
+			select {
+			case <-g.Ready():
+				t.Fatalf("%s group %d started without n3's answer", name, g.ID())
+			default:
+			}
+		}
+	}
+	c.start("n3")
+	c.waitLeaders(20 * time.Second)
+}
+
+// A planned shutdown hands the node's leaderships over before it stops,
+// so its groups have new leaders at once; the meta leader then spreads
+// partition leadership again when the node is back, four each.
+func TestBalanceAndPlannedShutdown(t *testing.T) {
+	c := startThree(t)
+	balanced := func() bool {
+		count := map[string]int{}
+		for g := uint16(1); g <= testPartitions; g++ {
+			l := c.leader(g)
+			if l == "" {
+				return false
+			}
+			count[l]++
+		}
+		for _, name := range c.running() {
+			if count[name] != testPartitions/len(c.running()) {
+				return false
+			}
+		}
+		return true
+	}
+	waitFor(t, 20*time.Second, "partition leadership 4/4/4", balanced)
+	const gone = "n2"
+	var led []uint16
+	for g := uint16(0); g <= testPartitions; g++ {
+		if c.leader(g) == gone {
+			led = append(led, g)
+		}
+	}
+	start := time.Now()
+	if err := c.node(gone).Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[gone].m.Close()
+	c.nodes[gone].node = nil
+	handover := time.Since(start)
+	// An election after a silent leader cannot finish within one
+	// heartbeat timeout (250 ms): new leaders sooner were handed over.
+	waitFor(t, 200*time.Millisecond, "new leaders for the groups the stopped node led", func() bool {
+		for _, g := range led {
+			if l := c.leader(g); l == "" || l == gone {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("planned shutdown handed %d groups over in %v; all had new leaders %v after it began", len(led), handover, time.Since(start))
+	c.start(gone)
+	waitFor(t, 30*time.Second, "partition leadership 4/4/4 after the restart", balanced)
+}
+
+// A node whose stores were wiped does not bootstrap or reuse its id: it
+// rejoins as a new incarnation and gets every committed entry back.
+func TestWipedNodeRejoins(t *testing.T) {
+	c := startThree(t)
+	want := map[uint16][]string{}
+	for g := uint16(0); g <= testPartitions; g++ {
+		e := fmt.Sprintf("g%d", g)
+		c.apply(g, e)
+		want[g] = []string{e}
+	}
+	c.kill("n3")
+	c.wipe("n3")
+	c.start("n3")
+	for g := uint16(0); g <= testPartitions; g++ {
+		c.waitEntries("n3", g, want[g])
+		grp := c.node("n3").Group(g)
+		waitFor(t, 10*time.Second, "n3 out of repair", func() bool { return !grp.Repairing() })
+		id := grp.ServerID()
+		if !strings.HasPrefix(id, "n3#") {
+			t.Fatalf("group %d: wiped n3 runs as %q, want a new incarnation", g, id)
+		}
+		servers := grp.Raft().GetConfiguration().Configuration().Servers
+		if len(servers) != 3 {
+			t.Fatalf("group %d: configuration %v, want three servers", g, servers)
+		}
+		for _, s := range servers {
+			if s.Suffrage != raft.Voter || s.ID == "n3" {
+				t.Fatalf("group %d: configuration %v", g, servers)
+			}
+		}
+	}
+	c.apply(1, "after")
+	c.waitEntries("n3", 1, append(want[1], "after"))
+}
