@@ -287,3 +287,71 @@ func TestWipedNodeRejoins(t *testing.T) {
 	c.apply(1, "after")
 	c.waitEntries("n3", 1, append(want[1], "after"))
 }
+
+// The hazard of a wiped node (T5): entries committed by the leader and
+// one follower while the other follower was down; then the follower that
+// holds them is wiped and the leader dies. The stale follower and the
+// wiped node are a majority, and without the vote gate the wiped node
+// would elect the stale one and the entries would be lost. With it the
+// group stays leaderless until the old leader returns, and then every
+// node gets every entry back.
+func TestWipedNodeNeverVotes(t *testing.T) {
+	c := startThree(t)
+	const g = 1
+	leader := c.leader(g)
+	var others []string
+	for _, name := range three {
+		if name != leader {
+			others = append(others, name)
+		}
+	}
+	wiped, stale := others[0], others[1]
+	c.apply(g, "seen-by-all")
+	c.waitEntries(stale, g, []string{"seen-by-all"})
+	c.kill(stale)
+	want := []string{"seen-by-all"}
+	for i := 0; i < 20; i++ {
+		e := fmt.Sprintf("missed-by-%s-%d", stale, i)
+		c.apply(g, e)
+		want = append(want, e)
+	}
+	c.waitEntries(wiped, g, want)
+	c.kill(wiped)
+	c.wipe(wiped)
+	c.kill(leader)
+
+	c.start(stale)
+	c.start(wiped)
+	wg := c.node(wiped).Group(g)
+	waitFor(t, 10*time.Second, "the wiped node to rejoin in repair", func() bool {
+		select {
+		case <-wg.Ready():
+			return wg.Repairing()
+		default:
+			return false
+		}
+	})
+	// The stale node asks the wiped node's old id for votes; the node,
+	// now a new incarnation, turns those connections away (and would
+	// refuse the requests themselves while in repair: TestRepairGate).
+	waitFor(t, 10*time.Second, "the stale node's election requests refused", func() bool {
+		return wg.trans().sl.misdirected.Load()+wg.trans().refused.Load() >= 3
+	})
+	for _, name := range []string{stale, wiped} {
+		if l := c.node(name).Group(g).Leader(); l != "" {
+			t.Fatalf("%s sees leader %q with only the stale and the wiped node up", name, l)
+		}
+	}
+	if !strings.HasPrefix(wg.ServerID(), wiped+"#") {
+		t.Fatalf("wiped node runs as %q", wg.ServerID())
+	}
+
+	c.start(leader)
+	waitFor(t, 20*time.Second, "the wiped node repaired", func() bool { return !wg.Repairing() })
+	c.waitLeaders(10 * time.Second)
+	c.apply(g, "after")
+	want = append(want, "after")
+	for _, name := range three {
+		c.waitEntries(name, g, want)
+	}
+}

@@ -49,6 +49,9 @@ type streamLayer struct {
 	addrs func(name string) (string, bool)
 	conns chan net.Conn
 	done  chan struct{}
+	// misdirected counts connections turned away because they asked
+	// for another server id (an older incarnation of this node).
+	misdirected atomic.Uint64
 
 	mu struct {
 		sync.Mutex
@@ -103,7 +106,12 @@ func (s *streamLayer) greet(c net.Conn) {
 		return
 	}
 	want := make([]byte, n[0])
-	if _, err := io.ReadFull(c, want); err != nil || raft.ServerID(want) != s.self {
+	if _, err := io.ReadFull(c, want); err != nil {
+		c.Close()
+		return
+	}
+	if raft.ServerID(want) != s.self {
+		s.misdirected.Add(1)
 		c.Close()
 		return
 	}
@@ -191,6 +199,7 @@ func (c *trackedConn) Close() error {
 // do not pass the filter: they carry no vote.
 type transport struct {
 	*raft.NetworkTransport
+	sl       *streamLayer
 	group    uint16
 	progress *progress
 	in       chan raft.RPC
@@ -222,6 +231,7 @@ func newTransport(sl *streamLayer, group uint16, lg *hclogAdapter) *transport {
 	})
 	t := &transport{
 		NetworkTransport: nt,
+		sl:               sl,
 		group:            group,
 		progress:         newProgress(),
 		in:               make(chan raft.RPC),
