@@ -67,6 +67,17 @@ type Config struct {
 	// timeouts and the thresholds that follow from them: 1 on a LAN,
 	// about 4 on busy cloud VMs. Default 1.
 	TimingMultiplier int
+	// CommitTimeout is how long a leader with nothing new to send waits
+	// before telling its followers the commit index again (default
+	// 100 ms). Followers apply an entry only once they learn it is
+	// committed, so this bounds how far a follower's FSM trails the
+	// leader's after the last write of a burst; while writes flow every
+	// append carries the commit index. Commits on the leader do not
+	// wait for it: new entries are sent at once. With heartbeats every
+	// 25-50 ms it is the other half of a group's idle traffic: 3 nodes x
+	// 13 groups idle cost about 5.8 % of a core per node at 25 ms and
+	// 3.3 % at 100 ms.
+	CommitTimeout time.Duration
 	// TrailingLogs is how many entries a snapshot leaves in the log
 	// (default 1024). Snapshots are cheap on the Pebble store, so a
 	// follower further behind than this is sent one.
@@ -95,6 +106,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.TimingMultiplier == 0 {
 		c.TimingMultiplier = 1
+	}
+	if c.CommitTimeout == 0 {
+		c.CommitTimeout = 100 * time.Millisecond
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 1024

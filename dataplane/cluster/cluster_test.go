@@ -12,8 +12,14 @@ import (
 
 var three = []string{"n1", "n2", "n3"}
 
-func startThree(t *testing.T) *testCluster {
+// startThree starts three nodes and waits for every group's leader. The
+// balancer is off unless balance is set: the other tests pick a leader
+// and expect it to stay.
+func startThree(t *testing.T, balance ...bool) *testCluster {
 	c := newTestCluster(t, three...)
+	if len(balance) == 0 {
+		c.tweak = func(cfg *Config) { cfg.BalanceInterval = -1 }
+	}
 	for _, name := range three {
 		c.start(name)
 	}
@@ -155,24 +161,29 @@ func TestRestartCatchesUp(t *testing.T) {
 		c.apply(g, e)
 		want = append(want, e)
 	}
-	lg := c.node(leader).Group(g)
-	waitFor(t, 10*time.Second, "the stopped follower offline", func() bool {
-		for _, r := range lg.Replicas() {
+	// The balancer may move the group's leadership meanwhile: ask
+	// whoever leads it now.
+	replica := func() (Replica, bool) {
+		l := c.leader(g)
+		if l == "" {
+			return Replica{}, false
+		}
+		for _, r := range c.node(l).Group(g).Replicas() {
 			if r.Name == follower {
-				return r.Offline && !r.Current && r.Lag > 0
+				return r, true
 			}
 		}
-		return false
+		return Replica{}, false
+	}
+	waitFor(t, 10*time.Second, "the stopped follower offline", func() bool {
+		r, ok := replica()
+		return ok && r.Offline && !r.Current && r.Lag > 0
 	})
 	c.start(follower)
 	c.waitEntries(follower, g, want)
 	waitFor(t, 5*time.Second, "the restarted follower current", func() bool {
-		for _, r := range lg.Replicas() {
-			if r.Name == follower {
-				return r.Current && !r.Offline && r.Lag == 0
-			}
-		}
-		return false
+		r, ok := replica()
+		return ok && r.Current && !r.Offline && r.Lag == 0
 	})
 	fg := c.node(follower).Group(g)
 	if fg.ServerID() != follower || fg.Repairing() {
@@ -206,7 +217,7 @@ func TestBootstrapNeedsEveryPeer(t *testing.T) {
 // so its groups have new leaders at once; the meta leader then spreads
 // partition leadership again when the node is back, four each.
 func TestBalanceAndPlannedShutdown(t *testing.T) {
-	c := startThree(t)
+	c := startThree(t, true)
 	balanced := func() bool {
 		count := map[string]int{}
 		for g := uint16(1); g <= testPartitions; g++ {
@@ -342,8 +353,18 @@ func TestWipedNodeNeverVotes(t *testing.T) {
 			t.Fatalf("%s sees leader %q with only the stale and the wiped node up", name, l)
 		}
 	}
-	if !strings.HasPrefix(wg.ServerID(), wiped+"#") {
-		t.Fatalf("wiped node runs as %q", wg.ServerID())
+	incarnation := wg.ServerID()
+	if !strings.HasPrefix(incarnation, wiped+"#") {
+		t.Fatalf("wiped node runs as %q", incarnation)
+	}
+	// A restart in the middle of the repair resumes it under the same
+	// incarnation.
+	c.kill(wiped)
+	c.start(wiped)
+	wg = c.node(wiped).Group(g)
+	<-wg.Ready()
+	if wg.ServerID() != incarnation || !wg.Repairing() {
+		t.Fatalf("restarted in repair: runs as %q (was %q), repairing %v", wg.ServerID(), incarnation, wg.Repairing())
 	}
 
 	c.start(leader)

@@ -82,7 +82,7 @@ func (n *Node) raftConfig(id raft.ServerID, logs raft.LogStore, lg *hclogAdapter
 	c.HeartbeatTimeout = 250 * time.Millisecond * n.mult
 	c.ElectionTimeout = 250 * time.Millisecond * n.mult
 	c.LeaderLeaseTimeout = 150 * time.Millisecond * n.mult
-	c.CommitTimeout = 25 * time.Millisecond
+	c.CommitTimeout = n.cfg.CommitTimeout
 	c.MaxAppendEntries = 512
 	c.BatchApplyCh = true
 	c.TrailingLogs = n.cfg.TrailingLogs
@@ -199,7 +199,7 @@ func (g *Group) shutdown() error {
 	return nil
 }
 
-func (g *Group) raft() *raft.Raft   { return g.r.Load() }
+func (g *Group) raft() *raft.Raft  { return g.r.Load() }
 func (g *Group) trans() *transport { return g.t.Load() }
 
 // ID is the group's number: 0 for the meta group, 1..P for partitions.
@@ -434,6 +434,6 @@ func leaderErr(err error) error {
 // errorFuture is an ApplyFuture that failed before reaching raft.
 type errorFuture struct{ err error }
 
-func (f errorFuture) Error() error      { return f.err }
-func (f errorFuture) Response() any     { return nil }
-func (f errorFuture) Index() uint64     { return 0 }
+func (f errorFuture) Error() error  { return f.err }
+func (f errorFuture) Response() any { return nil }
+func (f errorFuture) Index() uint64 { return 0 }

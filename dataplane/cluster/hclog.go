@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -43,10 +44,20 @@ func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	if !ok || !a.log.Enabled(context.Background(), l) {
 		return
 	}
-	if a.name != "" {
-		args = append(args, "component", a.name)
+	out := make([]any, 0, len(args)+2)
+	for _, v := range args {
+		// hclog.Fmt defers formatting to the logger.
+		if f, ok := v.(hclog.Format); ok && len(f) > 0 {
+			if format, ok := f[0].(string); ok {
+				v = fmt.Sprintf(format, f[1:]...)
+			}
+		}
+		out = append(out, v)
 	}
-	a.log.Log(context.Background(), l, msg, args...)
+	if a.name != "" {
+		out = append(out, "component", a.name)
+	}
+	a.log.Log(context.Background(), l, msg, out...)
 }
 
 func (a *hclogAdapter) Trace(msg string, args ...any) {}

@@ -127,8 +127,8 @@ func (g *Group) startRejoin() error {
 // rejoin drives the repair of the group on this node: it asks the leader
 // to admit its incarnation until the incarnation is a voter, then leaves
 // repair. The incarnation is a voter only once the leader saw it caught
-// up (admit), so from then on its log holds every committed entry and it
-// may vote: it never voted under this id before.
+// up (admit); it may vote from then on, as it never voted under this id
+// before and its log is a prefix of the leader's.
 func (g *Group) rejoin() {
 	defer g.n.wg.Done()
 	r := g.raft()
@@ -185,7 +185,7 @@ func (g *Group) askJoin(r *raft.Raft) {
 
 // admit is the leader's half of a rejoin, safe to repeat: it removes the
 // node's older incarnations, adds the new one as a nonvoter, and makes it
-// a voter once it has acknowledged every committed entry. It reports
+// a voter once it has caught up with the log. It reports
 // whether the incarnation is a voter.
 func (g *Group) admit(id string) (bool, error) {
 	r := g.raft()
@@ -225,8 +225,12 @@ func (g *Group) admit(id string) (bool, error) {
 	case have.Suffrage == raft.Voter:
 		return true, nil
 	}
+	// Caught up: within one append batch of the commit index, so that a
+	// node catching up under steady writes is not chased forever. Raft's
+	// safety does not need more: the incarnation never voted, and its log
+	// is a prefix of the leader's.
 	acked, contact := g.trans().progress.acked(sid)
-	if acked < r.CommitIndex() || time.Since(contact) > CurrentWithin*g.n.mult {
+	if acked+CurrentLag < r.CommitIndex() || time.Since(contact) > CurrentWithin*g.n.mult {
 		return false, nil
 	}
 	if err := r.AddVoter(sid, addr, 0, configTimeout).Error(); err != nil {
