@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/contrail/contrail/dataplane/cluster/mux"
 )
 
@@ -103,6 +105,9 @@ func (n *Node) answer(req ctlRequest) ctlResponse {
 		var done bool
 		var err error
 		if req.Op == opJoin {
+			if nodeName(raft.ServerID(req.ID)) != req.From {
+				return ctlResponse{Error: fmt.Sprintf("%q may not ask for %q to join", req.From, req.ID)}
+			}
 			done, err = g.admit(req.ID)
 		} else {
 			done, err = true, n.transferFor(g, req.To)
