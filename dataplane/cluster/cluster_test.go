@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -374,5 +376,103 @@ func TestWipedNodeNeverVotes(t *testing.T) {
 	want = append(want, "after")
 	for _, name := range three {
 		c.waitEntries(name, g, want)
+	}
+}
+
+// A node wiped while the others compacted their logs catches up by
+// snapshot (raft's InstallSnapshot over the group's channel) and then by
+// the log, and is promoted.
+func TestWipedNodeCatchesUpBySnapshot(t *testing.T) {
+	c := newTestCluster(t, three...)
+	c.tweak = func(cfg *Config) {
+		cfg.BalanceInterval = -1
+		cfg.SnapshotInterval = 50 * time.Millisecond
+		cfg.SnapshotThreshold = 32
+		cfg.TrailingLogs = 16
+	}
+	for _, name := range three {
+		c.start(name)
+	}
+	c.waitLeaders(20 * time.Second)
+	const g = 4
+	leader := c.leader(g)
+	var victim string
+	for _, name := range three {
+		if name != leader {
+			victim = name
+			break
+		}
+	}
+	c.kill(victim)
+	c.wipe(victim)
+	var want []string
+	for i := 0; i < 300; i++ {
+		e := fmt.Sprintf("e%d", i)
+		c.apply(g, e)
+		want = append(want, e)
+	}
+	waitFor(t, 10*time.Second, "the leader to compact its log", func() bool {
+		first, err := c.nodes[leader].stores[g].logs.FirstIndex()
+		return err == nil && first > 1
+	})
+	c.start(victim)
+	c.waitEntries(victim, g, want)
+	vg := c.node(victim).Group(g)
+	waitFor(t, 10*time.Second, "the wiped node repaired", func() bool { return !vg.Repairing() })
+	snaps, err := c.nodes[victim].stores[g].snaps.List()
+	if err != nil || len(snaps) == 0 {
+		t.Fatalf("the wiped node holds no snapshot (%v): it did not catch up by one", err)
+	}
+	c.apply(g, "after")
+	c.waitEntries(victim, g, append(want, "after"))
+}
+
+// A node that Admit refuses stays out: it never becomes a member, and so
+// stays in repair, not voting.
+func TestAdmitRefuses(t *testing.T) {
+	c := newTestCluster(t, three...)
+	refuse := false
+	var mu sync.Mutex
+	c.tweak = func(cfg *Config) {
+		cfg.BalanceInterval = -1
+		cfg.Admit = func(group uint16, name string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if refuse && name == "n3" {
+				return errors.New("removed")
+			}
+			return nil
+		}
+	}
+	for _, name := range three {
+		c.start(name)
+	}
+	c.waitLeaders(20 * time.Second)
+	mu.Lock()
+	refuse = true
+	mu.Unlock()
+	c.kill("n3")
+	c.wipe("n3")
+	c.start("n3")
+	grp := c.node("n3").Group(1)
+	<-grp.Ready()
+	waitFor(t, 10*time.Second, "three join attempts", func() bool { return grp.joins.Load() >= 3 })
+	if !grp.Repairing() {
+		t.Fatal("a refused node left repair")
+	}
+	// n3's new incarnation hears from no leader: ask n1 who leads.
+	var leader *Group
+	waitFor(t, 10*time.Second, "a leader among n1 and n2", func() bool {
+		l := c.node("n1").Group(1).Leader()
+		if l != "n1" && l != "n2" {
+			return false
+		}
+		leader = c.node(l).Group(1)
+		return leader.IsLeader()
+	})
+	for _, s := range leader.Raft().GetConfiguration().Configuration().Servers {
+		if string(s.ID) == grp.ServerID() {
+			t.Fatalf("refused incarnation %s is in the configuration", s.ID)
+		}
 	}
 }

@@ -38,6 +38,8 @@ type Group struct {
 	// self is the raft id the group runs as. Set before ready closes.
 	self   raft.ServerID
 	leader atomic.Bool
+	// joins counts the join requests sent while in repair.
+	joins atomic.Uint64
 
 	mu struct {
 		sync.Mutex

@@ -162,6 +162,7 @@ func (g *Group) isVoter(r *raft.Raft) bool {
 // askJoin sends the join request to the leader if one is known, else to
 // every peer (only the leader acts on it).
 func (g *Group) askJoin(r *raft.Raft) {
+	g.joins.Add(1)
 	req := ctlRequest{Op: opJoin, Group: g.id, ID: string(g.self)}
 	peers := g.n.others()
 	if _, id := r.LeaderWithID(); id != "" && nodeName(id) != g.n.cfg.Name {
