@@ -117,8 +117,16 @@ func TestLeadershipTransfer(t *testing.T) {
 			break
 		}
 	}
+	gained := make(chan bool, 8)
+	c.node(to).Group(g).OnLeader(func(isLeader bool) { gained <- isLeader })
 	start := time.Now()
 	if err := c.node(from).Group(g).TransferLeadership(to); err != nil {
+		t.Fatal(err)
+	}
+	if !<-gained {
+		t.Fatal("the new leader was told it lost leadership")
+	}
+	if err := c.node(to).Group(g).Barrier(time.Second); err != nil {
 		t.Fatal(err)
 	}
 	c.apply(g, "after-named")
@@ -473,6 +481,19 @@ func TestAdmitRefuses(t *testing.T) {
 	for _, s := range leader.Raft().GetConfiguration().Configuration().Servers {
 		if string(s.ID) == grp.ServerID() {
 			t.Fatalf("refused incarnation %s is in the configuration", s.ID)
+		}
+	}
+}
+
+// A config's problems are reported together.
+func TestConfigValidate(t *testing.T) {
+	_, err := Start(Config{Name: "a#1", Peers: map[string]string{"b": ""}})
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	for _, want := range []string{"name:", "not listed", `"b" has no address`, "mux: missing", "open: missing"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
 }
