@@ -26,6 +26,8 @@ const (
 	KindRaft  Kind = 'F'
 )
 
+const KindControl Kind = 'C' // KindControl carries a node's questions to its peers (state, join, transfer).
+
 // prefaceTimeout bounds how long an accepted connection may take to send
 // its preface: the cluster port is reachable by whoever can reach the
 // node, and a silent connection must not hold an accept slot.

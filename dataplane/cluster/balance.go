@@ -1,0 +1,111 @@
+package cluster
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// maxMovesPerPass bounds the leadership transfers one balancing pass
+// starts: each costs the moved partition a short pause in writes.
+const maxMovesPerPass = 2
+
+// balance runs on every node and acts while the node leads the meta
+// group: every BalanceInterval it evens out partition leadership, so that
+// each live node leads about P/N partitions.
+func (n *Node) balance() {
+	defer n.wg.Done()
+	for n.sleep(n.cfg.BalanceInterval) {
+		if n.draining.Load() || !n.groups[MetaGroup].IsLeader() {
+			continue
+		}
+		var wg sync.WaitGroup
+		for _, m := range n.plan() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n.move(m)
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// move is one planned leadership transfer.
+type move struct {
+	group    *Group
+	from, to string
+}
+
+// plan picks up to maxMovesPerPass transfers from the nodes leading the
+// most partitions to those leading the fewest. Only nodes current in the
+// meta group receive leadership; a pass with a leaderless partition does
+// nothing, as an election is under way.
+func (n *Node) plan() []move {
+	count := map[string]int{n.cfg.Name: 0}
+	for _, r := range n.groups[MetaGroup].Replicas() {
+		if r.Current && r.Voter {
+			count[r.Name] = 0
+		}
+	}
+	led := map[string][]*Group{}
+	for _, g := range n.groups[1:] {
+		l := g.Leader()
+		if l == "" {
+			return nil
+		}
+		led[l] = append(led[l], g)
+		if _, ok := count[l]; ok {
+			count[l]++
+		}
+	}
+	names := make([]string, 0, len(count))
+	for name := range count {
+		names = append(names, name)
+	}
+	var moves []move
+	for len(moves) < maxMovesPerPass {
+		// Sort by count, then name, so every pass plans alike.
+		sort.Slice(names, func(i, j int) bool {
+			if count[names[i]] != count[names[j]] {
+				return count[names[i]] > count[names[j]]
+			}
+			return names[i] < names[j]
+		})
+		from, to := names[0], names[len(names)-1]
+		if count[from]-count[to] <= 1 {
+			break
+		}
+		var pick *Group
+		for i, g := range led[from] {
+			if s, ok := g.member(to); ok && s.Suffrage == raft.Voter {
+				pick = g
+				led[from] = append(led[from][:i:i], led[from][i+1:]...)
+				break
+			}
+		}
+		if pick == nil {
+			break
+		}
+		moves = append(moves, move{group: pick, from: from, to: to})
+		count[from]--
+		count[to]++
+	}
+	return moves
+}
+
+// move asks the partition's leader to hand leadership over.
+func (n *Node) move(m move) {
+	var err error
+	if m.from == n.cfg.Name {
+		err = n.transferFor(m.group, m.to)
+	} else {
+		_, err = n.call(m.from, ctlRequest{Op: opTransfer, Group: m.group.id, To: m.to})
+	}
+	if err != nil {
+		n.log.Info("partition leadership move failed", "group", m.group.id, "from", m.from, "to", m.to, "err", err)
+		return
+	}
+	n.log.Info("partition leadership moved", "group", m.group.id, "from", m.from, "to", m.to)
+}

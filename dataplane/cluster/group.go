@@ -1,0 +1,441 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/contrail/contrail/dataplane/cluster/mux"
+)
+
+// Group is one raft group on this node. Its methods are safe for
+// concurrent use; before the group has started (see Ready) they answer
+// ErrNotStarted, false or zero.
+type Group struct {
+	n   *Node
+	id  uint16
+	log *slog.Logger
+
+	fsm    raft.FSM
+	logs   raft.LogStore
+	stable raft.StableStore
+	snaps  raft.SnapshotStore
+	// open is what the stores said at Start: the server id to run as
+	// (empty: no state, ask the peers) and whether a repair was under way.
+	open struct {
+		id     raft.ServerID
+		repair bool
+	}
+
+	ready chan struct{}
+	r     atomic.Pointer[raft.Raft]
+	t     atomic.Pointer[transport]
+	// self is the raft id the group runs as. Set before ready closes.
+	self   raft.ServerID
+	leader atomic.Bool
+	// joins counts the join requests sent while in repair.
+	joins atomic.Uint64
+
+	mu struct {
+		sync.Mutex
+		onLeader []func(bool) // guarded by mu
+		launched bool         // guarded by mu
+		shut     bool         // guarded by mu
+	}
+}
+
+func (n *Node) openGroup(g uint16) (*Group, error) {
+	fsm, logs, stable, snaps, err := n.cfg.Open(g)
+	if err != nil {
+		return nil, fmt.Errorf("group %d: open: %w", g, err)
+	}
+	grp := &Group{n: n, id: g, log: n.log.With("group", g), fsm: fsm, logs: logs, stable: stable, snaps: snaps, ready: make(chan struct{})}
+	has, err := raft.HasExistingState(logs, stable, snaps)
+	if err != nil {
+		return nil, fmt.Errorf("group %d: %w", g, err)
+	}
+	id, err := storedID(stable)
+	if err != nil {
+		return nil, fmt.Errorf("group %d: %w", g, err)
+	}
+	repair, err := storedRepair(stable)
+	if err != nil {
+		return nil, fmt.Errorf("group %d: %w", g, err)
+	}
+	if id == "" && has {
+		id = raft.ServerID(n.cfg.Name)
+	}
+	if id != "" && nodeName(id) != n.cfg.Name {
+		return nil, fmt.Errorf("group %d: the stores belong to server %q, not to node %q", g, id, n.cfg.Name)
+	}
+	grp.open.id, grp.open.repair = id, repair
+	return grp, nil
+}
+
+// raftConfig is the tuned configuration every group runs with.
+func (n *Node) raftConfig(id raft.ServerID, logs raft.LogStore, lg *hclogAdapter) *raft.Config {
+	c := raft.DefaultConfig()
+	c.LocalID = id
+	c.HeartbeatTimeout = 250 * time.Millisecond * n.mult
+	c.ElectionTimeout = 250 * time.Millisecond * n.mult
+	c.LeaderLeaseTimeout = 150 * time.Millisecond * n.mult
+	c.CommitTimeout = n.cfg.CommitTimeout
+	c.MaxAppendEntries = 512
+	c.BatchApplyCh = true
+	c.TrailingLogs = n.cfg.TrailingLogs
+	c.SnapshotThreshold = n.cfg.SnapshotThreshold
+	c.SnapshotInterval = n.cfg.SnapshotInterval
+	// The FSM is durable: on start it already holds what it applied,
+	// so raft must not restore the last snapshot over it.
+	c.NoSnapshotRestoreOnStart = true
+	c.NoLegacyTelemetry = true
+	_, c.RestoreCommittedLogs = logs.(raft.CommitTrackingLogStore)
+	c.Logger = lg
+	return c
+}
+
+// addr resolves a node name to its cluster address.
+func (n *Node) addr(name string) (string, bool) {
+	a, ok := n.cfg.Peers[name]
+	return a, ok
+}
+
+// launch starts the group's raft instance as server id, bootstrapping
+// the --peers configuration first if asked to.
+func (g *Group) launch(id raft.ServerID, bootstrap bool) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.shut {
+		return ErrClosed
+	}
+	ln, err := g.n.cfg.Mux.Listen(mux.KindRaft, g.id)
+	if err != nil {
+		return fmt.Errorf("group %d: %w", g.id, err)
+	}
+	lg := newHclog(g.log, "raft").(*hclogAdapter)
+	t := newTransport(newStreamLayer(ln, g.id, id, g.n.addr), g.id, lg)
+	repair, err := storedRepair(g.stable)
+	if err != nil {
+		t.Close()
+		return fmt.Errorf("group %d: %w", g.id, err)
+	}
+	t.SetRepair(repair)
+	t.draining.Store(g.n.draining.Load())
+	r, err := raft.NewRaft(g.n.raftConfig(id, g.logs, lg), g.fsm, g.logs, g.stable, g.snaps, t)
+	if err != nil {
+		t.Close()
+		return fmt.Errorf("group %d: start raft: %w", g.id, err)
+	}
+	if bootstrap {
+		if err := r.BootstrapCluster(g.n.bootConfig()).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			r.Shutdown()
+			return fmt.Errorf("group %d: bootstrap: %w", g.id, err)
+		}
+	}
+	g.self = id
+	g.t.Store(t)
+	g.r.Store(r)
+	g.mu.launched = true
+	close(g.ready)
+	g.n.wg.Add(1)
+	go g.watchLeader(r)
+	if repair {
+		g.n.wg.Add(1)
+		go g.rejoin()
+	}
+	return nil
+}
+
+// bootConfig is the fresh cluster's configuration: every --peers node a
+// voter under its plain name.
+func (n *Node) bootConfig() raft.Configuration {
+	var c raft.Configuration
+	for name := range n.cfg.Peers {
+		c.Servers = append(c.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(name), Address: raft.ServerAddress(name)})
+	}
+	return c
+}
+
+// watchLeader turns raft's leadership signal into the group's callbacks.
+// It runs on its own goroutine, so a slow callback delays later
+// callbacks, never raft.
+func (g *Group) watchLeader(r *raft.Raft) {
+	defer g.n.wg.Done()
+	ch := r.LeaderCh()
+	for {
+		select {
+		case isLeader := <-ch:
+			if isLeader {
+				g.t.Load().progress.reset()
+			}
+			g.leader.Store(isLeader)
+			g.mu.Lock()
+			fns := append([]func(bool){}, g.mu.onLeader...)
+			g.mu.Unlock()
+			for _, fn := range fns {
+				fn(isLeader)
+			}
+		case <-g.n.closing:
+			return
+		}
+	}
+}
+
+func (g *Group) shutdown() error {
+	g.mu.Lock()
+	g.mu.shut = true
+	launched := g.mu.launched
+	g.mu.Unlock()
+	if !launched {
+		return nil
+	}
+	g.leader.Store(false)
+	if err := g.r.Load().Shutdown().Error(); err != nil {
+		return fmt.Errorf("group %d: shutdown: %w", g.id, err)
+	}
+	return nil
+}
+
+func (g *Group) raft() *raft.Raft  { return g.r.Load() }
+func (g *Group) trans() *transport { return g.t.Load() }
+
+// ID is the group's number: 0 for the meta group, 1..P for partitions.
+func (g *Group) ID() uint16 { return g.id }
+
+// Ready is closed once the group's raft instance runs.
+func (g *Group) Ready() <-chan struct{} { return g.ready }
+
+// ServerID is the raft id the group runs as on this node: the node name,
+// or name#incarnation after a rejoin. Empty before Ready.
+func (g *Group) ServerID() string {
+	if g.raft() == nil {
+		return ""
+	}
+	return string(g.self)
+}
+
+// Raft is the group's raft instance, for what this type does not wrap;
+// nil before Ready.
+func (g *Group) Raft() *raft.Raft { return g.raft() }
+
+// Apply proposes data as one log entry. Only the leader may; the
+// future's Response is the FSM's answer once the entry is committed and
+// applied here.
+func (g *Group) Apply(data []byte, timeout time.Duration) raft.ApplyFuture {
+	r := g.raft()
+	if r == nil {
+		return errorFuture{ErrNotStarted}
+	}
+	return r.Apply(data, timeout)
+}
+
+// IsLeader reports whether this node leads the group.
+func (g *Group) IsLeader() bool {
+	r := g.raft()
+	return r != nil && r.State() == raft.Leader
+}
+
+// Leader is the name of the node leading the group, or "" if none is known.
+func (g *Group) Leader() string {
+	r := g.raft()
+	if r == nil {
+		return ""
+	}
+	_, id := r.LeaderWithID()
+	return nodeName(id)
+}
+
+// OnLeader registers fn to be told of every change of this node's
+// leadership of the group. Calls for one group are serial, in order, on
+// a goroutine of their own: fn may block without stalling raft, but it
+// delays the group's later calls. If changes come faster than fn returns
+// only the latest state may be reported.
+func (g *Group) OnLeader(fn func(isLeader bool)) {
+	g.mu.Lock()
+	g.mu.onLeader = append(g.mu.onLeader, fn)
+	g.mu.Unlock()
+}
+
+// Barrier waits until every entry committed before it is applied to the
+// FSM here; a new leader calls it before serving reads.
+func (g *Group) Barrier(timeout time.Duration) error {
+	r := g.raft()
+	if r == nil {
+		return ErrNotStarted
+	}
+	if err := r.Barrier(timeout).Error(); err != nil {
+		return fmt.Errorf("group %d: barrier: %w", g.id, leaderErr(err))
+	}
+	return nil
+}
+
+// TransferLeadership hands the group's leadership to the node named to,
+// or to the most up-to-date member if to is empty, and waits for the
+// hand-over.
+func (g *Group) TransferLeadership(to string) error {
+	r := g.raft()
+	if r == nil {
+		return ErrNotStarted
+	}
+	var f raft.Future
+	if to == "" {
+		f = r.LeadershipTransfer()
+	} else {
+		s, ok := g.member(to)
+		if !ok {
+			return fmt.Errorf("group %d: %q is not a member", g.id, to)
+		}
+		f = r.LeadershipTransferToServer(s.ID, s.Address)
+	}
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("group %d: leadership transfer: %w", g.id, leaderErr(err))
+	}
+	return nil
+}
+
+// member finds the server of the node named name in the latest
+// configuration.
+func (g *Group) member(name string) (raft.Server, bool) {
+	r := g.raft()
+	if r == nil {
+		return raft.Server{}, false
+	}
+	for _, s := range r.GetConfiguration().Configuration().Servers {
+		if nodeName(s.ID) == name {
+			return s, true
+		}
+	}
+	return raft.Server{}, false
+}
+
+// Members is the names of the nodes in the group's latest configuration.
+func (g *Group) Members() []string {
+	r := g.raft()
+	if r == nil {
+		return nil
+	}
+	var names []string
+	for _, s := range r.GetConfiguration().Configuration().Servers {
+		names = append(names, nodeName(s.ID))
+	}
+	return names
+}
+
+// Replicas reports every other member of the group. The leader reports
+// what the members' answers showed it; a follower knows only the
+// leader's last contact, so it reports the leader current or not and
+// leaves the other members not current, without lag.
+func (g *Group) Replicas() []Replica {
+	r := g.raft()
+	if r == nil {
+		return nil
+	}
+	now := time.Now()
+	servers := r.GetConfiguration().Configuration().Servers
+	out := make([]Replica, 0, len(servers))
+	if r.State() == raft.Leader {
+		last := r.LastIndex()
+		for _, s := range servers {
+			if s.ID != g.self {
+				out = append(out, g.trans().progress.replica(s, last, g.n.mult, now))
+			}
+		}
+		return out
+	}
+	_, leader := r.LeaderWithID()
+	for _, s := range servers {
+		if s.ID == g.self {
+			continue
+		}
+		rep := Replica{Name: nodeName(s.ID), Voter: s.Suffrage == raft.Voter}
+		if s.ID == leader {
+			rep.Active = now.Sub(r.LastContact())
+			rep.Current = rep.Active <= CurrentWithin*g.n.mult
+			rep.Offline = rep.Active > OfflineAfter*g.n.mult
+		}
+		out = append(out, rep)
+	}
+	return out
+}
+
+// RemoveServer takes the node named name out of the group for good (the
+// leader only). A removed node's next incarnation is refused only if
+// Config.Admit refuses it.
+func (g *Group) RemoveServer(name string) error {
+	r := g.raft()
+	if r == nil {
+		return ErrNotStarted
+	}
+	s, ok := g.member(name)
+	if !ok {
+		return fmt.Errorf("group %d: %q is not a member", g.id, name)
+	}
+	if err := r.RemoveServer(s.ID, 0, configTimeout).Error(); err != nil {
+		return fmt.Errorf("group %d: remove %s: %w", g.id, s.ID, leaderErr(err))
+	}
+	return nil
+}
+
+// configTimeout bounds a membership change's wait to be appended.
+const configTimeout = 5 * time.Second
+
+// AppliedIndex is the index of the last entry applied to the FSM here.
+func (g *Group) AppliedIndex() uint64 {
+	if r := g.raft(); r != nil {
+		return r.AppliedIndex()
+	}
+	return 0
+}
+
+// LastIndex is the index of the last entry in the log here.
+func (g *Group) LastIndex() uint64 {
+	if r := g.raft(); r != nil {
+		return r.LastIndex()
+	}
+	return 0
+}
+
+// CommitIndex is the highest index this node knows to be committed.
+func (g *Group) CommitIndex() uint64 {
+	if r := g.raft(); r != nil {
+		return r.CommitIndex()
+	}
+	return 0
+}
+
+// Stats is raft's own report (state, term, indexes, configuration...).
+func (g *Group) Stats() map[string]string {
+	if r := g.raft(); r != nil {
+		return r.Stats()
+	}
+	return nil
+}
+
+// Repairing reports whether the group is not a full member on this node
+// yet: it has not started, or it is in repair (it lost its state while
+// the cluster exists, and takes no part in elections until the leader
+// has caught it up and made it a voter again).
+func (g *Group) Repairing() bool {
+	t := g.trans()
+	return t == nil || t.Repair()
+}
+
+// leaderErr maps raft's "not leader" errors to ErrNotLeader.
+func leaderErr(err error) error {
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+		return fmt.Errorf("%w (%w)", ErrNotLeader, err)
+	}
+	return err
+}
+
+// errorFuture is an ApplyFuture that failed before reaching raft.
+type errorFuture struct{ err error }
+
+func (f errorFuture) Error() error  { return f.err }
+func (f errorFuture) Response() any { return nil }
+func (f errorFuture) Index() uint64 { return 0 }

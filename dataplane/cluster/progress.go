@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Replica is what a group's leader knows of one other member: the
+// cluster field's replicas[] entry.
+type Replica struct {
+	// Name is the member's node name (its raft id without incarnation).
+	Name string
+	// Voter is false while the member is being repaired: it receives
+	// the log but neither votes nor counts toward a quorum.
+	Voter bool
+	// Current is true when the member answered within CurrentWithin
+	// and holds the log up to CurrentLag entries of the leader's.
+	Current bool
+	// Offline is true when the member has not answered for OfflineAfter.
+	Offline bool
+	// Active is the time since the member last answered.
+	Active time.Duration
+	// Lag is the number of entries the leader has that the member has
+	// not acknowledged.
+	Lag uint64
+}
+
+// The thresholds of Replica, at timing multiplier 1.
+const (
+	// CurrentWithin bounds the silence of a current member: several
+	// heartbeat rounds (they go every 25-50 ms).
+	CurrentWithin = time.Second
+	// OfflineAfter is the silence after which a member is offline.
+	OfflineAfter = 3 * time.Second
+	// CurrentLag is how far behind a current member may be: one full
+	// AppendEntries batch, so that a member keeping up under load stays
+	// current while the last batch is in flight.
+	CurrentLag = 512
+)
+
+// progress is the leader's record of each follower's answers, kept by
+// the transport wrapper. It is reset when the node becomes leader: what a
+// past leadership learned is stale.
+type progress struct {
+	mu struct {
+		sync.Mutex
+		since time.Time                    // guarded by mu; when the current leadership began
+		peers map[raft.ServerID]*peerState // guarded by mu
+	}
+}
+
+type peerState struct {
+	contact time.Time
+	// acked is the highest index the follower is known to hold.
+	// Invariant: acked <= the leader's LastIndex.
+	acked uint64
+}
+
+func newProgress() *progress {
+	p := &progress{}
+	p.mu.since = time.Now()
+	p.mu.peers = map[raft.ServerID]*peerState{}
+	return p
+}
+
+func (p *progress) reset() {
+	p.mu.Lock()
+	p.mu.since = time.Now()
+	p.mu.peers = map[raft.ServerID]*peerState{}
+	p.mu.Unlock()
+}
+
+// record notes an answered AppendEntries. Any answer is contact; a
+// successful one that is not a bare heartbeat shows that the follower's
+// log matches the leader's up to PrevLogEntry+len(Entries).
+func (p *progress) record(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
+	now := time.Now()
+	heartbeat := req.PrevLogEntry == 0 && len(req.Entries) == 0 && req.LeaderCommitIndex == 0
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps := p.mu.peers[id]
+	if ps == nil {
+		ps = &peerState{}
+		p.mu.peers[id] = ps
+	}
+	ps.contact = now
+	if !resp.Success || heartbeat {
+		return
+	}
+	if acked := req.PrevLogEntry + uint64(len(req.Entries)); acked > ps.acked {
+		ps.acked = acked
+	}
+}
+
+// acked returns the highest index id is known to hold and when it last
+// answered (the leadership's start if it never has).
+func (p *progress) acked(id raft.ServerID) (uint64, time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ps := p.mu.peers[id]; ps != nil {
+		return ps.acked, ps.contact
+	}
+	return 0, p.mu.since
+}
+
+// replica reports server s as the leader sees it, with lastIndex the
+// leader's last log index and mult the timing multiplier.
+func (p *progress) replica(s raft.Server, lastIndex uint64, mult time.Duration, now time.Time) Replica {
+	acked, contact := p.acked(s.ID)
+	r := Replica{Name: nodeName(s.ID), Voter: s.Suffrage == raft.Voter, Active: now.Sub(contact)}
+	if acked < lastIndex {
+		r.Lag = lastIndex - acked
+	}
+	r.Offline = r.Active > OfflineAfter*mult
+	r.Current = r.Active <= CurrentWithin*mult && r.Lag <= CurrentLag && acked > 0
+	return r
+}

@@ -1,0 +1,227 @@
+package cluster
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// ErrRepair is what a group in repair answers to a TimeoutNow, and what
+// its own vote requests fail with: a node whose state for the group was
+// lost must not take part in an election until it has been repaired.
+var ErrRepair = errors.New("cluster: group in repair")
+
+// errDraining is the answer to a TimeoutNow while the node shuts down: a
+// leaving node must not take leadership back.
+var errDraining = errors.New("cluster: node shutting down")
+
+// transport wraps a group's NetworkTransport. It watches the leader's
+// AppendEntries answers to learn each follower's progress (raft does not
+// expose it), and it keeps a node in repair out of elections: incoming
+// vote and pre-vote requests are refused and TimeoutNow is rejected before
+// raft sees them, and the node's own vote requests are never sent.
+//
+// Heartbeats take the NetworkTransport's fast path straight to raft and
+// do not pass the filter: they carry no vote.
+type transport struct {
+	*raft.NetworkTransport
+	sl       *streamLayer
+	group    uint16
+	progress *progress
+	in       chan raft.RPC
+	done     chan struct{}
+	stopped  sync.Once
+	repair   atomic.Bool
+	draining atomic.Bool
+	// refused counts the vote, pre-vote and TimeoutNow requests refused
+	// while in repair.
+	refused atomic.Uint64
+}
+
+// Transport sizing. NetworkTransport gives each connection a 256 KiB
+// buffer (send side on the dialer, receive side on the acceptor) whatever
+// the pool size, so the pool is kept to what one follower uses at once:
+// the heartbeat and one synchronous AppendEntries (the pipeline has its
+// own connection).
+const (
+	transportMaxPool = 2
+	transportTimeout = 10 * time.Second
+)
+
+func newTransport(sl *streamLayer, group uint16, lg *hclogAdapter) *transport {
+	nt := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  sl,
+		MaxPool: transportMaxPool,
+		Timeout: transportTimeout,
+		Logger:  lg.Named("net"),
+	})
+	t := &transport{
+		NetworkTransport: nt,
+		sl:               sl,
+		group:            group,
+		progress:         newProgress(),
+		in:               make(chan raft.RPC),
+		done:             make(chan struct{}),
+	}
+	go t.filter()
+	return t
+}
+
+// SetRepair puts the group in or out of repair on this node.
+func (t *transport) SetRepair(on bool) { t.repair.Store(on) }
+
+// Repair reports whether the group is in repair on this node.
+func (t *transport) Repair() bool { return t.repair.Load() }
+
+func (t *transport) Consumer() <-chan raft.RPC { return t.in }
+
+// filter passes incoming RPCs to raft, answering the ones a node in
+// repair must not act on itself.
+func (t *transport) filter() {
+	src := t.NetworkTransport.Consumer()
+	for {
+		select {
+		case rpc := <-src:
+			if t.refuse(rpc) {
+				continue
+			}
+			select {
+			case t.in <- rpc:
+			case <-t.done:
+				rpc.Respond(nil, raft.ErrTransportShutdown)
+				return
+			}
+		case <-t.done:
+			return
+		}
+	}
+}
+
+// refuse answers rpc if it is an election request this node must not
+// take part in, and reports whether it did. A refusal is a plain "not
+// granted" at the candidate's own term, so the candidate neither steps
+// down nor logs a transport error.
+func (t *transport) refuse(rpc raft.RPC) bool {
+	repair := t.repair.Load()
+	switch req := rpc.Command.(type) {
+	case *raft.RequestVoteRequest:
+		if !repair {
+			return false
+		}
+		t.refused.Add(1)
+		rpc.Respond(&raft.RequestVoteResponse{RPCHeader: t.header(), Term: req.Term}, nil)
+	case *raft.RequestPreVoteRequest:
+		if !repair {
+			return false
+		}
+		t.refused.Add(1)
+		rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: t.header(), Term: req.Term}, nil)
+	case *raft.TimeoutNowRequest:
+		switch {
+		case repair:
+			t.refused.Add(1)
+			rpc.Respond(nil, ErrRepair)
+		case t.draining.Load():
+			rpc.Respond(nil, errDraining)
+		default:
+			return false
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+func (t *transport) header() raft.RPCHeader {
+	return raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, Addr: []byte(t.LocalAddr())}
+}
+
+func (t *transport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+	if t.repair.Load() {
+		return ErrRepair
+	}
+	return t.NetworkTransport.RequestVote(id, target, args, resp)
+}
+
+func (t *transport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	if t.repair.Load() {
+		return ErrRepair
+	}
+	return t.NetworkTransport.RequestPreVote(id, target, args, resp)
+}
+
+func (t *transport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
+	if err == nil {
+		t.progress.record(id, args, resp)
+	}
+	return err
+}
+
+func (t *transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := t.NetworkTransport.AppendEntriesPipeline(id, target)
+	if err != nil {
+		return nil, err
+	}
+	wp := &pipeline{AppendPipeline: p, id: id, t: t, out: make(chan raft.AppendFuture), stop: make(chan struct{})}
+	go wp.relay()
+	return wp, nil
+}
+
+// Close stops the filter and the NetworkTransport and cuts its pooled
+// connections. Raft calls it on Shutdown.
+func (t *transport) Close() error {
+	t.stopped.Do(func() { close(t.done) })
+	err := t.NetworkTransport.Close()
+	t.NetworkTransport.CloseStreams()
+	return err
+}
+
+// pipeline records the progress each pipelined AppendEntries answer
+// shows on its way back to raft.
+type pipeline struct {
+	raft.AppendPipeline
+	id    raft.ServerID
+	t     *transport
+	out   chan raft.AppendFuture
+	stop  chan struct{}
+	close sync.Once
+}
+
+func (p *pipeline) relay() {
+	src := p.AppendPipeline.Consumer()
+	for {
+		select {
+		case f := <-src:
+			// The future is on the consumer channel only once it is
+			// answered, so Error does not wait.
+			if f.Error() == nil {
+				p.t.progress.record(p.id, f.Request(), f.Response())
+			}
+			select {
+			case p.out <- f:
+			case <-p.stop:
+				return
+			}
+		case <-p.stop:
+			return
+		}
+	}
+}
+
+func (p *pipeline) Consumer() <-chan raft.AppendFuture { return p.out }
+
+func (p *pipeline) Close() error {
+	p.close.Do(func() { close(p.stop) })
+	return p.AppendPipeline.Close()
+}
+
+var (
+	_ raft.Transport      = (*transport)(nil)
+	_ raft.WithPreVote    = (*transport)(nil)
+	_ raft.WithClose      = (*transport)(nil)
+	_ raft.AppendPipeline = (*pipeline)(nil)
+)
