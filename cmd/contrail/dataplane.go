@@ -271,6 +271,15 @@ func serveDataplane(ctx context.Context, opts *config.Options, dataDir string, l
 		return err
 	}
 	defer js.close()
+	if js.engine != nil && clustered(opts) {
+		node, err := startRaft(opts, cport, js.file, js.engine, log)
+		if err != nil {
+			return err
+		}
+		// Before the engine closes (deferred above, so run first): the
+		// node hands its leaderships away while the engine still serves.
+		defer stopRaft(node, log)
+	}
 	mon, err := startSystemServices(srv, js, log)
 	if err != nil {
 		return err
@@ -367,7 +376,7 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 		MaxBufferedMsgs: jsOpts.MaxBufferedMsgs, MaxBufferedSize: jsOpts.MaxBufferedSize,
 		NodeMaxBufferedMsgs: jsOpts.NodeMaxBufferedMsgs, NodeMaxBufferedSize: jsOpts.NodeMaxBufferedSize,
 		Domain: jsOpts.Domain, ServerVersion: server.Version, ServerName: srv.Name(),
-		Log: log.With("component", "jetstream"),
+		Log: log.With("component", "jetstream"), Clustered: clustered(opts),
 	})
 	if err != nil {
 		js.close()

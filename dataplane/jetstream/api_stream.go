@@ -175,7 +175,7 @@ func (a *jsAccount) streamInfo(req apiRequest, name string) any {
 	if aerr != nil {
 		return fail(aerr)
 	}
-	if n := a.e.opts.ServerName; n != "" {
+	if n := a.e.opts.ServerName; n != "" && info.Cluster == nil {
 		info.Cluster = &api.ClusterInfo{Leader: n}
 	}
 	resp := &api.StreamInfoResponse{Response: api.Response{Type: typ}, StreamInfo: info}

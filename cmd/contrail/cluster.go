@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/contrail/contrail/dataplane/cluster"
+	"github.com/contrail/contrail/dataplane/cluster/mux"
+	"github.com/contrail/contrail/dataplane/config"
+	"github.com/contrail/contrail/dataplane/jetstream"
+	"github.com/contrail/contrail/dataplane/store"
+)
+
+// clustered reports whether the options make this node a member of a
+// JetStream cluster: a cluster block with peers besides this node.
+func clustered(opts *config.Options) bool {
+	return opts.Cluster != nil && len(opts.Cluster.Peers) > 1
+}
+
+// startRaft starts the node's raft groups (meta and partitions) on the
+// cluster port, their logs and state in the node's store, and connects
+// the engine to them.
+func startRaft(opts *config.Options, cport *mux.Mux, st *store.Store, engine *jetstream.Engine, log *slog.Logger) (*cluster.Node, error) {
+	peers := map[string]string{}
+	var names []string
+	for _, p := range opts.Cluster.Peers {
+		if p.ID == "" {
+			return nil, fmt.Errorf("jetstream cluster: every peer needs a name (--peers n1=host:port,… or NAME=nats-route://… in routes); %s has none", p.Addr)
+		}
+		peers[p.ID] = p.Addr
+		names = append(names, p.ID)
+	}
+	self := opts.NodeID()
+	if _, ok := peers[self]; !ok {
+		return nil, fmt.Errorf("jetstream cluster: this node (%q) is not among the peers", self)
+	}
+	node, err := cluster.Start(cluster.Config{
+		Name:  self,
+		Peers: peers,
+		Mux:   cport,
+		Open: func(g uint16) (raft.FSM, raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
+			fsm, err := engine.FSM(g)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			rl, err := st.RaftLog(g)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			logs, err := rl.Cached(512)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			return fsm, logs, rl, st.SnapshotStore(g), nil
+		},
+		Log: log.With("component", "raft"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range node.Groups() {
+		g.OnLeader(func(leader bool) { engine.LeaderChanged(g.ID(), leader) })
+	}
+	name := opts.Cluster.Name
+	if name == "" {
+		name = config.DefaultClusterName
+	}
+	if err := engine.StartCluster(replication{node: node, name: name, peers: names}); err != nil {
+		node.Close()
+		return nil, err
+	}
+	return node, nil
+}
+
+// stopRaft hands this node's leaderships to the others, then stops its
+// groups, so a planned stop costs clients no election wait.
+func stopRaft(node *cluster.Node, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := node.Shutdown(ctx); err != nil && !errors.Is(err, cluster.ErrClosed) {
+		log.Warn("raft shutdown", "err", err)
+	}
+}
+
+// replication is the engine's view of a cluster.Node.
+type replication struct {
+	node  *cluster.Node
+	name  string
+	peers []string
+}
+
+func (r replication) NodeID() string      { return r.node.Name() }
+func (r replication) ClusterName() string { return r.name }
+func (r replication) Peers() []string     { return r.peers }
+func (r replication) Partitions() int     { return len(r.node.Groups()) - 1 }
+func (r replication) Group(g uint16) jetstream.ReplicaGroup {
+	return replicaGroup{r.node.Group(g)}
+}
+
+// replicaGroup adapts a cluster.Group to jetstream.ReplicaGroup.
+type replicaGroup struct{ g *cluster.Group }
+
+func (rg replicaGroup) Apply(data []byte, timeout time.Duration) raft.ApplyFuture {
+	return rg.g.Apply(data, timeout)
+}
+func (rg replicaGroup) IsLeader() bool                      { return rg.g.IsLeader() }
+func (rg replicaGroup) Leader() string                      { return rg.g.Leader() }
+func (rg replicaGroup) Barrier(timeout time.Duration) error { return rg.g.Barrier(timeout) }
+func (rg replicaGroup) TransferLeadership(to string) error  { return rg.g.TransferLeadership(to) }
+func (rg replicaGroup) Replicas() []jetstream.Replica {
+	var out []jetstream.Replica
+	for _, r := range rg.g.Replicas() {
+		out = append(out, jetstream.Replica{Name: r.Name, Current: r.Current, Offline: r.Offline, Active: r.Active, Lag: r.Lag})
+	}
+	return out
+}

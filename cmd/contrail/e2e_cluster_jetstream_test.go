@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// reconnecting lets a test's connection fail over to another node, as a
+// user's nats.go connection does by default.
+func reconnecting() nats.Option {
+	return func(o *nats.Options) error {
+		o.AllowReconnect, o.MaxReconnect, o.ReconnectWait = true, -1, 50*time.Millisecond
+		return nil
+	}
+}
+
+// clusterURLs is every node's client URL, as a user gives nats.go.
+func clusterURLs(nodes []*clusterNode) string {
+	urls := make([]string, len(nodes))
+	for i, cn := range nodes {
+		urls[i] = cn.URL
+	}
+	return strings.Join(urls, ",")
+}
+
+// createR3 creates cfg once the cluster can: while the meta group forms,
+// requests go unanswered.
+func createR3(t *testing.T, js jetstream.JetStream, cfg jetstream.StreamConfig) jetstream.Stream {
+	t.Helper()
+	var s jetstream.Stream
+	waitFor(t, startTimeout, "stream "+cfg.Name+" created", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var err error
+		s, err = js.CreateStream(ctx, cfg)
+		return err == nil
+	})
+	return s
+}
+
+// publishAcked publishes one message with a message id until the
+// cluster acknowledges it: a publish whose PubAck was lost to a failover
+// is sent again, and the id makes the stream store it once.
+func publishAcked(t *testing.T, js jetstream.JetStream, subj, id string) *jetstream.PubAck {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ack, err := js.Publish(ctx, subj, []byte(id), jetstream.WithMsgID(id),
+			jetstream.WithRetryAttempts(20), jetstream.WithRetryWait(50*time.Millisecond))
+		cancel()
+		if err == nil {
+			return ack
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("publish %s: %v", id, err)
+		}
+	}
+}
+
+// streamLeader is the node that leads the stream now, per its info.
+func streamLeader(t *testing.T, js jetstream.JetStream, nodes []*clusterNode, name string) (*clusterNode, *jetstream.StreamInfo) {
+	t.Helper()
+	var leader *clusterNode
+	var info *jetstream.StreamInfo
+	waitFor(t, startTimeout, "a leader for "+name, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			return false
+		}
+		info = s.CachedInfo()
+		if info.Cluster == nil {
+			return false
+		}
+		for _, cn := range nodes {
+			if cn.ID == info.Cluster.Leader {
+				leader = cn
+			}
+		}
+		return leader != nil
+	})
+	return leader, info
+}
+
+// TestClusterJetStreamFailover runs three real nodes: an R3 stream is
+// created from a client, published to, its leader is killed while the
+// publishing goes on, and every acknowledged message is then read back
+// exactly once by an ordered consumer; the killed node comes back and
+// catches up.
+func TestClusterJetStreamFailover(t *testing.T) {
+	nodes := startCluster(t, 3, clusterOpts{})
+	waitMesh(t, nodes)
+	nc := connect(t, clusterURLs(nodes), reconnecting())
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createR3(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+	leader, info := streamLeader(t, js, nodes, "ORDERS")
+	if len(info.Cluster.Replicas) != 2 {
+		t.Fatalf("replicas %+v (of %d, cluster %+v), want the two other nodes", info.Cluster.Replicas, info.Config.Replicas, info.Cluster)
+	}
+	acked := map[uint64]string{}
+	const before, after = 200, 200
+	for i := range before {
+		id := fmt.Sprintf("m%04d", i)
+		ack := publishAcked(t, js, "orders.new", id)
+		acked[ack.Sequence] = id
+	}
+	killed := time.Now()
+	leader.kill(t)
+	var firstAck time.Duration
+	for i := before; i < before+after; i++ {
+		id := fmt.Sprintf("m%04d", i)
+		ack := publishAcked(t, js, "orders.new", id)
+		if i == before {
+			firstAck = time.Since(killed)
+		}
+		if prev, dup := acked[ack.Sequence]; dup && prev != id {
+			t.Fatalf("seq %d acknowledged for %s and %s", ack.Sequence, prev, id)
+		}
+		acked[ack.Sequence] = id
+	}
+	t.Logf("leader %s killed: first acknowledged publish %v later", leader.ID, firstAck)
+	if len(acked) != before+after {
+		t.Fatalf("%d distinct sequences acknowledged for %d messages", len(acked), before+after)
+	}
+	// Every acknowledged message exactly once, in sequence order.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, "ORDERS", jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]uint64{}
+	for len(seen) < len(acked) {
+		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatalf("reading back after %d: %v", len(seen), err)
+		}
+		md, _ := msg.Metadata()
+		id := string(msg.Data())
+		if prev, dup := seen[id]; dup {
+			t.Fatalf("%s stored twice (seq %d and %d)", id, prev, md.Sequence.Stream)
+		}
+		seen[id] = md.Sequence.Stream
+		if acked[md.Sequence.Stream] != id {
+			t.Fatalf("seq %d holds %s, acknowledged as %q", md.Sequence.Stream, id, acked[md.Sequence.Stream])
+		}
+	}
+	// The killed node comes back and catches up.
+	leader.restart(t)
+	waitFor(t, startTimeout, leader.ID+" current again", func() bool {
+		_, info := streamLeader(t, js, nodes, "ORDERS")
+		for _, r := range info.Cluster.Replicas {
+			if r.Name == leader.ID {
+				return r.Current && !r.Offline
+			}
+		}
+		return false
+	})
+	s, err := js.Stream(ctx, "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := s.CachedInfo().State; st.Msgs != uint64(len(acked)) {
+		t.Fatalf("stream holds %d messages, %d acknowledged", st.Msgs, len(acked))
+	}
+}
