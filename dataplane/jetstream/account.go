@@ -387,14 +387,10 @@ func (a *jsAccount) forget(s *stream) {
 // behind another's. While it waits the stream is pending in the index
 // (see streamIndex): its subjects and counts hold, a create of the same
 // name waits for the outcome, and nothing else sees it yet.
-func (a *jsAccount) createStream(cfg *api.StreamConfig) (*stream, *api.Error) {
-	return a.createStreamAs(cfg, nil)
-}
-
-// createStreamAs is createStream for a stream the meta catalog assigned
-// (asg non-nil on a clustered node): it takes the assigned id, and with it
-// the partition's applier.
-func (a *jsAccount) createStreamAs(cfg *api.StreamConfig, asg *assignment) (*stream, *api.Error) {
+//
+// On a clustered node asg is the meta catalog's assignment: the stream
+// takes the assigned id, and with it its partition's applier.
+func (a *jsAccount) createStream(cfg *api.StreamConfig, asg *assignment) (*stream, *api.Error) {
 	for {
 		s, fresh, wait, aerr := a.reserveStream(cfg, asg)
 		switch {

@@ -101,7 +101,7 @@ func (a *jsAccount) streamCreate(req apiRequest, name string) any {
 	}
 	// nats-server answers a repeated create exactly like the first one,
 	// did_create included.
-	s, aerr := a.createStreamAs(cfg, req.asg)
+	s, aerr := a.createStream(cfg, req.asg)
 	if aerr != nil {
 		return streamErr(typ, aerr)
 	}

@@ -293,7 +293,7 @@ func (c *clusterState) materialize(asg *assignment) {
 	if a == nil {
 		return
 	}
-	if _, aerr := a.createStreamAs(asg.Config, asg); aerr != nil && !isFateUnknown(aerr) {
+	if _, aerr := a.createStream(asg.Config, asg); aerr != nil && !isFateUnknown(aerr) {
 		c.e.log.Error("jetstream: assigned stream not created", "account", asg.Account, "stream", asg.Name, "err", aerr)
 	}
 }
