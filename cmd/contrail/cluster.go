@@ -30,7 +30,7 @@ func startRaft(opts *config.Options, cport *mux.Mux, st *store.Store, engine *je
 	var names []string
 	for _, p := range opts.Cluster.Peers {
 		if p.ID == "" {
-			return nil, fmt.Errorf("jetstream cluster: every peer needs a name (--peers n1=host:port,… or NAME=nats-route://… in routes); %s has none", p.Addr)
+			return nil, fmt.Errorf("jetstream cluster: every peer needs a name (--peers n1=host:port,… or \"NAME=nats-route://…\" in the cluster block's routes), or turn JetStream off; %s has none", p.Addr)
 		}
 		peers[p.ID] = p.Addr
 		names = append(names, p.ID)

@@ -309,7 +309,9 @@ func TestClusterCoreSlowRoute(t *testing.T) {
 }
 
 // A nats-server style config file: routes as bare URLs (this node's own
-// among them), names learnt from each peer's INFO.
+// among them), names learnt from each peer's INFO. Without peer names
+// there is no JetStream cluster (raft needs the members' names up front),
+// so this core-only cluster turns JetStream off.
 func TestClusterCoreConfigFile(t *testing.T) {
 	addrs := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
 	var routes []string
@@ -319,7 +321,7 @@ func TestClusterCoreConfigFile(t *testing.T) {
 	var urls []string
 	var nodes []*node
 	for i, a := range addrs {
-		conf := fmt.Sprintf("server_name: c%d\ncluster {\n  name: filecluster\n  listen: %q\n  routes: [%s]\n}\n",
+		conf := fmt.Sprintf("server_name: c%d\njetstream: disabled\ncluster {\n  name: filecluster\n  listen: %q\n  routes: [%s]\n}\n",
 			i+1, a, strings.Join(routes, ", "))
 		n := startNode(t, nodeOpts{config: conf})
 		nodes = append(nodes, n)
