@@ -380,6 +380,10 @@ func (ap *applier) applyOne(p *proposal) result {
 // acknowledged write is on stable storage within the interval whether or
 // not anything is written after it.
 func (ap *applier) commitLoop() {
+	if ap.group != nil {
+		ap.replicateLoop()
+		return
+	}
 	ls := lazySync{}
 	var due <-chan time.Time // armed while committed data waits for its sync
 	for {
@@ -441,9 +445,6 @@ func (ap *applier) finish(job *commitJob, err error) {
 func (ap *applier) commitJob(job *commitJob, ls *lazySync) error {
 	if err := ap.failed(); err != nil {
 		return api.NewStreamStoreFailedError(err)
-	}
-	if ap.group != nil {
-		return ap.replicate(job)
 	}
 	lazy := ap.syncInterval > 0
 	sync := !lazy || ap.now().Sub(ls.last) >= ap.syncInterval

@@ -330,30 +330,66 @@ func (c *clusterState) clusterInfo(id uint64) *api.ClusterInfo {
 	return ci
 }
 
-// replicate is the commit step of a partition's applier: the group's
-// batch becomes one raft entry, and the entry's commit on a quorum (and
-// its application to this node's store by the partition's FSM) is the
-// group's durability. Called by commitLoop only.
-func (ap *applier) replicate(job *commitJob) error {
-	if ap.lost.Load() {
-		return errFateUnknown
+// maxEntriesInFlight bounds a partition applier's groups proposed and not
+// yet committed: enough for raft to gather several into one append (and
+// one fsync), few enough that a term's loss strands little.
+const maxEntriesInFlight = 64
+
+// replicateLoop is the commit step of a partition's applier, in place of
+// commitLoop: each applied group's batch becomes one raft entry, proposed
+// at once (so raft batches entries proposed meanwhile into one append),
+// and a second goroutine finishes the groups in order as their entries
+// commit on a quorum and are applied to this node's store by the
+// partition's FSM.
+func (ap *applier) replicateLoop() {
+	type inFlight struct {
+		job *commitJob
+		f   raft.ApplyFuture // nil: nothing to replicate, or refused
+		err error
 	}
-	if job.batch.Count() == 0 {
-		return nil
+	pending := make(chan inFlight, maxEntriesInFlight)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for p := range pending {
+			err := p.err
+			if err == nil && p.f != nil {
+				if err = p.f.Error(); err != nil {
+					err = ap.entryLost(err)
+				}
+			}
+			if err == nil && ap.onCommit != nil {
+				ap.onCommit()
+			}
+			ap.finish(p.job, err)
+		}
+	}()
+	for job := range ap.jobs {
+		p := inFlight{job: job}
+		switch {
+		case ap.lost.Load():
+			p.err = errFateUnknown
+		case job.batch.Count() > 0:
+			// A copy: the batch goes back to its pool once the group
+			// finishes, while raft's log cache and transport keep it.
+			p.f = ap.group.Apply(bytes.Clone(job.batch.Repr()), replicateTimeout)
+		}
+		pending <- p
 	}
-	// A copy: the batch goes back to its pool once the group finishes,
-	// while raft's log cache and transport keep the entry.
-	f := ap.group.Apply(bytes.Clone(job.batch.Repr()), replicateTimeout)
-	if err := f.Error(); err != nil {
-		// The entry may still commit under the next leader. This term's
-		// memory may be ahead of what commits, so it ends: the next
-		// leader (maybe this node again) reloads from the store.
-		ap.lost.Store(true)
+	close(pending)
+	<-done
+}
+
+// entryLost handles a proposal whose entry did not commit in this term:
+// it may still commit under the next leader, and this term's memory may
+// be ahead of what commits, so the term ends (the next leader, maybe this
+// node again, reloads from the store) and nobody is answered.
+func (ap *applier) entryLost(err error) error {
+	if !ap.lost.Swap(true) {
 		ap.e.log.Warn("jetstream partition entry not committed; leaving the partition", "err", err)
 		if ap.group.IsLeader() {
 			go func() { _ = ap.group.TransferLeadership("") }()
 		}
-		return errFateUnknown
 	}
-	return nil
+	return errFateUnknown
 }
