@@ -299,3 +299,66 @@ func TestClusterReplicatesAndFailsOver(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterConsumerContinuesOnNewLeader acknowledges part of a stream
+// through a durable consumer, stops the partition's leader, and checks
+// that the consumer lives on under the new leader from its ack floor:
+// nothing acknowledged comes again, nothing unacknowledged is skipped.
+func TestClusterConsumerContinuesOnNewLeader(t *testing.T) {
+	acc := newFakeAccount("A")
+	nodes := startTestCluster(t, 3, 2, acc)
+	waitForCond(t, "meta leader", func() bool {
+		for _, nd := range nodes {
+			if nd.e.cl.metaLeader() {
+				return true
+			}
+		}
+		return false
+	})
+	var resp api.StreamCreateResponse
+	acc.apiCall(t, "$JS.API.STREAM.CREATE.S", api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}, &resp)
+	if resp.Error != nil {
+		t.Fatalf("create: %v", resp.Error)
+	}
+	for i := 1; i <= 20; i++ {
+		if ack := publish(t, acc, "s.x", nil, fmt.Appendf(nil, "%d", i)); ack.Error != nil {
+			t.Fatalf("publish %d: %v", i, ack.Error)
+		}
+	}
+	createConsumer(t, acc, "S", api.ConsumerConfig{Durable: "C", AckPolicy: api.AckExplicit, AckWait: time.Minute})
+	got := inbox(t, acc, "_INBOX.pull")
+	acc.Publish("$JS.API.CONSUMER.MSG.NEXT.S.C", "_INBOX.pull", nil, []byte(`{"batch":10}`))
+	for i := 1; i <= 10; i++ {
+		d := next(t, got)
+		if d.data != fmt.Sprint(i) {
+			t.Fatalf("delivery %d: %+v", i, d)
+		}
+		// A double ack: answered once the ack is recorded.
+		acc.request(t, d.reply, nil, []byte("+ACK"))
+	}
+	var info api.ConsumerInfoResponse
+	waitForCond(t, "ack floor 10 replicated", func() bool {
+		acc.apiCall(t, "$JS.API.CONSUMER.INFO.S.C", nil, &info)
+		return info.AckFloor.Stream == 10
+	})
+	asg := nodes[0].e.cl.catalog.lookup("A", "S")
+	first := leaderOf(nodes, asg.group())
+	// The consumer's state reaches the replicas with the partition's
+	// entries; wait for every member to hold what the leader wrote.
+	want := streamDigest(t, first.st, asg.ID)
+	for _, nd := range nodes {
+		waitForCond(t, nd.name+" caught up", func() bool { return bytes.Equal(streamDigest(t, nd.st, asg.ID), want) })
+	}
+	first.stop()
+	waitForCond(t, "a new partition leader", func() bool { return leaderOf(nodes, asg.group()) != nil })
+	acc.apiCall(t, "$JS.API.CONSUMER.INFO.S.C", nil, &info)
+	if info.Error != nil || info.AckFloor.Stream != 10 {
+		t.Fatalf("consumer on the new leader: floor %+v, err %v", info.AckFloor, info.Error)
+	}
+	acc.Publish("$JS.API.CONSUMER.MSG.NEXT.S.C", "_INBOX.pull", nil, []byte(`{"batch":10}`))
+	for i := 11; i <= 20; i++ {
+		if d := next(t, got); d.data != fmt.Sprint(i) {
+			t.Fatalf("after failover, delivery %d: %+v", i, d)
+		}
+	}
+}
