@@ -108,6 +108,11 @@ type clusterState struct {
 		// whose id lies in partition g and is live on this node uses
 		// parts[g]; a term's applier is never reused by the next term.
 		parts map[uint16]*applier // guarded by mu
+		// deferred holds, by partition, meta entries applied while this
+		// node was becoming the partition's leader (raft says leader,
+		// its streams not loaded yet): take runs them once loaded, so a
+		// create's answer is not lost to the hand-over.
+		deferred map[uint16][]*metaEntry // guarded by mu
 		// metaReady: this node leads the meta group and has applied every
 		// entry committed before it became leader, so its catalog can
 		// assign ids and check names.
@@ -126,6 +131,7 @@ type clusterState struct {
 func newClusterState(e *Engine) *clusterState {
 	c := &clusterState{e: e, catalog: newMetaCatalog(), quit: make(chan struct{})}
 	c.mu.parts = map[uint16]*applier{}
+	c.mu.deferred = map[uint16][]*metaEntry{}
 	return c
 }
 
@@ -254,14 +260,12 @@ func (c *clusterState) take(g uint16) bool {
 		defer e.wg.Done()
 		ap.run()
 	}()
-	c.mu.Lock()
-	c.mu.parts[g] = ap
-	c.mu.Unlock()
 	lo, hi := uint64(g)<<partitionShift, uint64(g+1)<<partitionShift
 	streams, err := e.recoverRange(ap, lo, hi)
 	if err != nil {
 		e.log.Error("jetstream partition leadership: loading streams failed; stepping down", "group", g, "err", err)
-		c.release(g)
+		ap.lost.Store(true)
+		ap.close()
 		_ = grp.TransferLeadership("")
 		return false
 	}
@@ -270,10 +274,20 @@ func (c *clusterState) take(g uint16) bool {
 		have[s.id] = true
 	}
 	e.adopt(streams)
+	// Only now is the partition served here: a request for one of its
+	// streams must find the stream loaded.
+	c.mu.Lock()
+	c.mu.parts[g] = ap
+	deferred := c.mu.deferred[g]
+	delete(c.mu.deferred, g)
+	c.mu.Unlock()
 	for _, asg := range c.catalog.inGroup(g) {
 		if !have[asg.ID] {
 			c.materialize(asg)
 		}
+	}
+	for _, ent := range deferred {
+		c.runEntry(ent)
 	}
 	e.log.Info("jetstream partition led here", "group", g, "streams", len(streams))
 	return true
@@ -354,7 +368,7 @@ func (ap *applier) replicateLoop() {
 		for p := range pending {
 			err := p.err
 			if err == nil && p.f != nil {
-				if err = p.f.Error(); err != nil {
+				if err = waitEntry(p.f); err != nil {
 					err = ap.entryLost(err)
 				}
 			}
@@ -378,6 +392,29 @@ func (ap *applier) replicateLoop() {
 	}
 	close(pending)
 	<-done
+}
+
+// commitWait bounds the wait for one entry's commit. hashicorp/raft
+// answers every future it dispatched, but not one still queued for its
+// leader loop when the group shuts down; and an entry not committed in
+// this long has an unknown fate anyway.
+const commitWait = 10 * time.Second
+
+// errCommitWait is waitEntry's error for an entry not answered in time.
+var errCommitWait = errors.New("jetstream: raft entry not answered in time")
+
+// waitEntry waits for f's outcome, at most commitWait.
+func waitEntry(f raft.ApplyFuture) error {
+	ch := make(chan error, 1)
+	go func() { ch <- f.Error() }()
+	t := time.NewTimer(commitWait)
+	defer t.Stop()
+	select {
+	case err := <-ch:
+		return err
+	case <-t.C:
+		return errCommitWait
+	}
 }
 
 // entryLost handles a proposal whose entry did not commit in this term:

@@ -133,9 +133,10 @@ func (m *metaCatalog) inGroup(g uint16) []*assignment {
 }
 
 // place chooses where a new stream goes: for R>1 the partition carrying
-// the fewest streams, for R1 the node owning the fewest; and the next id
-// in that range. Deterministic given the catalog.
-func (m *metaCatalog) place(replicas int, partitions int, peers []string) (id uint64, owner string) {
+// the fewest streams among those led now (led reports that; any
+// partition if none is), for R1 the node owning the fewest; and the next
+// id in that range.
+func (m *metaCatalog) place(replicas int, partitions int, peers []string, led func(g uint16) bool) (id uint64, owner string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	count := map[uint16]int{}
@@ -151,9 +152,13 @@ func (m *metaCatalog) place(replicas int, partitions int, peers []string) (id ui
 	}
 	var g uint16
 	if replicas > 1 {
-		g = 1
-		for p := uint16(2); int(p) <= partitions; p++ {
-			if count[p] < count[g] {
+		for p := uint16(1); int(p) <= partitions; p++ {
+			if led(p) && (g == 0 || count[p] < count[g]) {
+				g = p
+			}
+		}
+		for p := uint16(1); g == 0 && int(p) <= partitions; p++ {
+			if g == 0 || count[p] < count[g] {
 				g = p
 			}
 		}
@@ -254,9 +259,38 @@ func (c *clusterState) applyMeta(ent *metaEntry) {
 	case metaDelete:
 		c.catalog.remove(asg.Account, asg.Name)
 	}
-	if !c.holds(asg) {
+	if c.deferEntry(ent) || !c.holds(asg) {
 		return
 	}
+	c.runEntry(ent)
+}
+
+// maxDeferred bounds the meta entries one partition keeps for its
+// leadership hand-over; past it their requests go unanswered (the
+// clients retry), as when no node leads the partition.
+const maxDeferred = 1024
+
+// deferEntry keeps ent for the partition's loading if this node is becoming
+// its leader (raft leader, streams not yet loaded), and says so.
+func (c *clusterState) deferEntry(ent *metaEntry) bool {
+	g := ent.Asg.group()
+	if g == 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.parts[g] != nil || !c.r.Group(g).IsLeader() || len(c.mu.deferred[g]) >= maxDeferred {
+		return false
+	}
+	c.mu.deferred[g] = append(c.mu.deferred[g], ent)
+	return true
+}
+
+// runEntry runs an applied meta entry's request on this node, which holds
+// its stream: the create, update or delete handler answers the client.
+// An entry without a request (none to answer) only creates the stream.
+func (c *clusterState) runEntry(ent *metaEntry) {
+	asg := ent.Asg
 	a := c.e.account(asg.Account)
 	if a == nil {
 		if ent.Op == metaCreate {
@@ -305,7 +339,7 @@ func (c *clusterState) propose(ent *metaEntry) error {
 	if err != nil {
 		return err
 	}
-	return c.r.Group(0).Apply(data, replicateTimeout).Error()
+	return waitEntry(c.r.Group(0).Apply(data, replicateTimeout))
 }
 
 // metaServe runs a stream create, update or delete on the meta leader:
@@ -342,7 +376,8 @@ func (a *jsAccount) metaServe(req apiRequest, op, name string) {
 			a.reply(req.reply, streamErr(typ, aerr))
 			return
 		}
-		id, owner := c.catalog.place(cfg.Replicas, c.r.Partitions(), c.r.Peers())
+		id, owner := c.catalog.place(cfg.Replicas, c.r.Partitions(), c.r.Peers(),
+			func(g uint16) bool { return c.r.Group(g).Leader() != "" })
 		ent.Op = metaCreate
 		ent.Asg = &assignment{Account: acct, Name: name, ID: id, Owner: owner, Config: cfg, Created: a.e.opts.Now().UTC()}
 	case "STREAM.UPDATE":

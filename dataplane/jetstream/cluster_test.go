@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -210,6 +211,65 @@ func streamDigest(t *testing.T, st *store.Store, id uint64) []byte {
 	return buf.Bytes()
 }
 
+// waitClusterReady waits until the meta group and every partition have a
+// leader that has loaded them.
+func waitClusterReady(t *testing.T, nodes []*testNode) {
+	t.Helper()
+	waitForCond(t, "every group led", func() bool {
+		meta := false
+		for _, nd := range nodes {
+			meta = meta || nd.e.cl.metaLeader()
+		}
+		if !meta {
+			return false
+		}
+		for g := 1; g < len(nodes[0].groups); g++ {
+			if leaderOf(nodes, uint16(g)) == nil {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// publishOnce publishes with a message id until it is acknowledged: a
+// publish whose entry's fate became unknown (leadership moved again) gets
+// no answer, and the client sends it again, as nats.go's users do.
+func publishOnce(t *testing.T, acc *fakeAccount, subj, id string) api.PubAckResponse {
+	t.Helper()
+	hdr := []byte("NATS/1.0\r\nNats-Msg-Id: " + id + "\r\n\r\n")
+	for try := 0; try < 10; try++ {
+		b, ok := acc.tryRequest(subj, hdr, []byte(id), 2*time.Second)
+		if !ok {
+			t.Logf("publish %s: no answer, sending again", id)
+			continue
+		}
+		var ack api.PubAckResponse
+		if err := json.Unmarshal(b, &ack); err != nil {
+			t.Fatal(err)
+		}
+		return ack
+	}
+	t.Fatalf("publish %s: never acknowledged", id)
+	return api.PubAckResponse{}
+}
+
+// waitAssigned waits until every node's catalog holds the stream, and
+// returns its assignment.
+func waitAssigned(t *testing.T, nodes []*testNode, account, name string) *assignment {
+	t.Helper()
+	var asg *assignment
+	waitForCond(t, name+" in every catalog", func() bool {
+		for _, nd := range nodes {
+			if asg = nd.e.cl.catalog.lookup(account, name); asg == nil {
+				return false
+			}
+		}
+		return true
+	})
+	return asg
+}
+
 // leaderOf is the node leading group g, or nil.
 func leaderOf(nodes []*testNode, g uint16) *testNode {
 	for _, nd := range nodes {
@@ -232,14 +292,7 @@ func leaderOf(nodes []*testNode, g uint16) *testNode {
 func TestClusterReplicatesAndFailsOver(t *testing.T) {
 	acc := newFakeAccount("A")
 	nodes := startTestCluster(t, 3, 2, acc)
-	waitForCond(t, "meta leader", func() bool {
-		for _, nd := range nodes {
-			if nd.e.cl.metaLeader() {
-				return true
-			}
-		}
-		return false
-	})
+	waitClusterReady(t, nodes)
 	var resp api.StreamCreateResponse
 	acc.apiCall(t, "$JS.API.STREAM.CREATE.ORDERS", api.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}, &resp)
 	if resp.Error != nil {
@@ -248,15 +301,7 @@ func TestClusterReplicatesAndFailsOver(t *testing.T) {
 	if resp.Cluster == nil || resp.Cluster.Leader == "" {
 		t.Fatalf("create reply has no cluster leader: %+v", resp.Cluster)
 	}
-	var asg *assignment
-	waitForCond(t, "catalog on every node", func() bool {
-		for _, nd := range nodes {
-			if asg = nd.e.cl.catalog.lookup("A", "ORDERS"); asg == nil {
-				return false
-			}
-		}
-		return true
-	})
+	asg := waitAssigned(t, nodes, "A", "ORDERS")
 	if asg.group() == 0 {
 		t.Fatalf("catalog assignment %+v", asg)
 	}
@@ -278,7 +323,7 @@ func TestClusterReplicatesAndFailsOver(t *testing.T) {
 	first.stop()
 	waitForCond(t, "a new partition leader", func() bool { return leaderOf(nodes, g) != nil })
 	for i := 51; i <= 60; i++ {
-		ack := publish(t, acc, "orders.new", nil, fmt.Appendf(nil, "m%d", i))
+		ack := publishOnce(t, acc, "orders.new", fmt.Sprintf("m%d", i))
 		if ack.Error != nil || ack.PubAck == nil || ack.PubAck.Sequence != uint64(i) {
 			t.Fatalf("publish %d after failover: %+v %v", i, ack.PubAck, ack.Error)
 		}
@@ -307,14 +352,7 @@ func TestClusterReplicatesAndFailsOver(t *testing.T) {
 func TestClusterConsumerContinuesOnNewLeader(t *testing.T) {
 	acc := newFakeAccount("A")
 	nodes := startTestCluster(t, 3, 2, acc)
-	waitForCond(t, "meta leader", func() bool {
-		for _, nd := range nodes {
-			if nd.e.cl.metaLeader() {
-				return true
-			}
-		}
-		return false
-	})
+	waitClusterReady(t, nodes)
 	var resp api.StreamCreateResponse
 	acc.apiCall(t, "$JS.API.STREAM.CREATE.S", api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}, &resp)
 	if resp.Error != nil {
@@ -341,7 +379,7 @@ func TestClusterConsumerContinuesOnNewLeader(t *testing.T) {
 		acc.apiCall(t, "$JS.API.CONSUMER.INFO.S.C", nil, &info)
 		return info.AckFloor.Stream == 10
 	})
-	asg := nodes[0].e.cl.catalog.lookup("A", "S")
+	asg := waitAssigned(t, nodes, "A", "S")
 	first := leaderOf(nodes, asg.group())
 	// The consumer's state reaches the replicas with the partition's
 	// entries; wait for every member to hold what the leader wrote.

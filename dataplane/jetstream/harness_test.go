@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -87,6 +88,15 @@ func (a *fakeAccount) Deliver(to, subj, reply string, hdr, msg []byte) {
 // request publishes and waits for the reply on a private inbox.
 func (a *fakeAccount) request(t testing.TB, subj string, hdr, body []byte) []byte {
 	t.Helper()
+	b, ok := a.tryRequest(subj, hdr, body, 10*time.Second)
+	if !ok {
+		t.Fatalf("%s: no reply", subj)
+	}
+	return b
+}
+
+// tryRequest is request with a timeout, reporting whether a reply came.
+func (a *fakeAccount) tryRequest(subj string, hdr, body []byte, timeout time.Duration) ([]byte, bool) {
 	ch := make(chan []byte, 1)
 	inbox := "_INBOX.test." + subj
 	unsub, _ := a.SubscribeInternal(inbox, func(_, _, _, msg []byte) {
@@ -97,7 +107,12 @@ func (a *fakeAccount) request(t testing.TB, subj string, hdr, body []byte) []byt
 	})
 	defer unsub()
 	a.Publish(subj, inbox, hdr, body)
-	return <-ch
+	select {
+	case b := <-ch:
+		return b, true
+	case <-time.After(timeout):
+		return nil, false
+	}
 }
 
 // apiCall sends a JSON API request and decodes the reply into out.
