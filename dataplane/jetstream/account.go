@@ -441,7 +441,7 @@ func (a *jsAccount) reserveStream(cfg *api.StreamConfig, asg *assignment) (s *st
 		id, created = asg.ID, asg.Created
 		if g := asg.group(); g != 0 {
 			if ap = a.e.cl.partition(g); ap == nil {
-				return nil, false, nil, errFateUnknown // leadership moved meanwhile
+				return nil, false, nil, errNotAppended // leadership moved meanwhile
 			}
 		}
 	} else {

@@ -359,7 +359,7 @@ func (ap *applier) run() {
 
 func (ap *applier) applyOne(p *proposal) result {
 	if ap.lost.Load() {
-		return result{err: errFateUnknown}
+		return result{err: errNotAppended}
 	}
 	if err := ap.failed(); err != nil {
 		return result{err: api.NewStreamStoreFailedError(err)}

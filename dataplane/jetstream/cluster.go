@@ -77,6 +77,20 @@ const replicateTimeout = 5 * time.Second
 var errFateUnknown = &api.Error{Code: 503, ErrCode: api.CodeClusterNotAvailable,
 	Description: "JetStream system temporarily unavailable"}
 
+// errNotAppended is the outcome of a proposal that never reached the raft
+// log (this node stopped leading before proposing it, or raft refused
+// it): it did not happen and cannot happen, so the client is told. A
+// publisher hears no responders, which stock clients retry, reaching the
+// partition's new leader.
+var errNotAppended = &api.Error{Code: 503, ErrCode: api.CodeClusterNotAvailable,
+	Description: "JetStream system temporarily unavailable"}
+
+// isNotAppended reports whether err is errNotAppended (by identity).
+func isNotAppended(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && ae == errNotAppended
+}
+
 // isFateUnknown reports whether err (a proposal's outcome) must not be
 // answered.
 // It compares identity: *api.Error matches by code, and a real 10008 is
@@ -382,7 +396,7 @@ func (ap *applier) replicateLoop() {
 		p := inFlight{job: job}
 		switch {
 		case ap.lost.Load():
-			p.err = errFateUnknown
+			p.err = errNotAppended // never proposed
 		case job.batch.Count() > 0:
 			// A copy: the batch goes back to its pool once the group
 			// finishes, while raft's log cache and transport keep it.
@@ -428,5 +442,15 @@ func (ap *applier) entryLost(err error) error {
 			go func() { _ = ap.group.TransferLeadership("") }()
 		}
 	}
+	if neverAppended(err) {
+		return errNotAppended
+	}
 	return errFateUnknown
+}
+
+// neverAppended reports whether raft refused an entry before putting it
+// in its log: it can never commit, so the client may be told.
+func neverAppended(err error) bool {
+	return errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipTransferInProgress) ||
+		errors.Is(err, raft.ErrEnqueueTimeout)
 }

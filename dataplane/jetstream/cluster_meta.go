@@ -327,7 +327,7 @@ func (c *clusterState) materialize(asg *assignment) {
 	if a == nil {
 		return
 	}
-	if _, aerr := a.createStream(asg.Config, asg); aerr != nil && !isFateUnknown(aerr) {
+	if _, aerr := a.createStream(asg.Config, asg); aerr != nil && !isFateUnknown(aerr) && !isNotAppended(aerr) {
 		c.e.log.Error("jetstream: assigned stream not created", "account", asg.Account, "stream", asg.Name, "err", aerr)
 	}
 }
@@ -416,9 +416,21 @@ func (a *jsAccount) metaServe(req apiRequest, op, name string) {
 		ent.Op, ent.Asg = metaDelete, have
 	}
 	if err := c.propose(ent); err != nil {
-		// Fate unknown: say nothing (see errFateUnknown).
 		a.e.log.Warn("jetstream meta proposal failed", "op", op, "stream", name, "err", err)
+		if neverAppended(err) {
+			// Not in the log and never will be: say so. Otherwise the
+			// entry may still apply, and its stream's node will answer.
+			typ := metaReplyTypes[op]
+			a.reply(req.reply, streamErr(typ, errNotAppended))
+		}
 	}
+}
+
+// metaReplyTypes are the reply types of the meta operations.
+var metaReplyTypes = map[string]string{
+	"STREAM.CREATE": api.TypeStreamCreateResponse,
+	"STREAM.UPDATE": api.TypeStreamUpdateResponse,
+	"STREAM.DELETE": api.TypeStreamDeleteResponse,
 }
 
 // checkCreate runs a new stream's catalog-wide checks.

@@ -86,6 +86,12 @@ func ackPublish(p *proposal, r result) {
 	if p.reply == "" || isFateUnknown(r.err) {
 		return
 	}
+	if isNotAppended(r.err) {
+		// Not stored and never will be: the publisher retries as if no
+		// stream had been there, and reaches the partition's new leader.
+		p.acct.acc.Publish(p.reply, "", noResponders, nil)
+		return
+	}
 	s.mu.Lock()
 	cfg := s.mu.cfg
 	s.mu.Unlock()
