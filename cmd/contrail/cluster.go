@@ -58,7 +58,8 @@ func startRaft(opts *config.Options, cport *mux.Mux, st *store.Store, engine *je
 			}
 			return fsm, logs, rl, st.SnapshotStore(g), nil
 		},
-		Log: log.With("component", "raft"),
+		Log:              log.With("component", "raft"),
+		TimingMultiplier: max(opts.Cluster.RaftMultiplier, 1),
 	})
 	if err != nil {
 		return nil, err

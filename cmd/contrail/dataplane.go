@@ -35,6 +35,7 @@ type dataplaneFlags struct {
 	pprofAddr                                  string
 	operator, resolver, systemAccount          string
 	nodeID, clusterAddr, peers, clusterName    string
+	raftMultiplier                             int
 	set                                        map[string]bool
 }
 
@@ -57,6 +58,7 @@ func parseDataplaneFlags(args []string, stderr io.Writer) (*dataplaneFlags, erro
 	fs.StringVar(&f.clusterAddr, "cluster-addr", "", "cluster port (host:port) for routes and replication between nodes; empty runs alone")
 	fs.StringVar(&f.peers, "peers", "", "initial cluster members, this node included: n1=host:port,n2=host:port,...")
 	fs.StringVar(&f.clusterName, "cluster-name", config.DefaultClusterName, "cluster name; nodes of another cluster are refused")
+	fs.IntVar(&f.raftMultiplier, "raft-multiplier", 1, "scales raft's heartbeat, election and lease timeouts (1: 250 ms, for a LAN; 3-5 for slow or shared machines): failover takes about this many times longer, spurious elections under load get rarer")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -165,6 +167,12 @@ func (f *dataplaneFlags) clusterOptions(opts *config.Options) error {
 			return fmt.Errorf("--peers: %w", err)
 		}
 		opts.Cluster.Peers = peers
+	}
+	if f.raftMultiplier < 1 || f.raftMultiplier > 10 {
+		return fmt.Errorf("--raft-multiplier: %d is not between 1 and 10", f.raftMultiplier)
+	}
+	if opts.Cluster != nil {
+		opts.Cluster.RaftMultiplier = f.raftMultiplier
 	}
 	if f.set["cluster-name"] {
 		opts.Cluster.Name = f.clusterName

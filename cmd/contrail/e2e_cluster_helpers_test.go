@@ -43,6 +43,11 @@ func startCluster(t testing.TB, n int, o clusterOpts) []*clusterNode {
 			"--nats-addr", cn.NatsAddr, "--monitor-addr", cn.MonAddr, "--data-dir", cn.DataDir,
 			"--node-id", cn.ID, "--cluster-addr", cn.ClusterAddr, "--peers", strings.Join(peers, ","),
 		}
+		if raceEnabled() {
+			// Race-built nodes on two shared cores miss 250 ms
+			// heartbeats; the tests check behaviour, not timing.
+			cn.args = append(cn.args, "--raft-multiplier", "3")
+		}
 		if o.args != nil {
 			cn.args = append(cn.args, o.args(i, cn.Dir)...)
 		}

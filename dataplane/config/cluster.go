@@ -27,6 +27,9 @@ type ClusterOptions struct {
 	// With --peers each has an ID and this node is one of them; a route
 	// given only as a URL has an empty ID until its INFO names it.
 	Peers []Peer
+	// RaftMultiplier scales the raft groups' timeouts (--raft-multiplier;
+	// 0 means 1).
+	RaftMultiplier int
 }
 
 // Peer is one member of the cluster: its node id (the server name) and
