@@ -97,3 +97,14 @@ func TestDevCluster(t *testing.T) {
 	d.start(t)
 	check("after a restart")
 }
+
+// TestDevNodesRefused: node counts that make no working cluster are
+// refused before anything starts.
+func TestDevNodesRefused(t *testing.T) {
+	for _, c := range []struct{ n, want string }{{"2", "majority"}, {"0", "want 1"}, {"6", "want 1"}} {
+		code, _, stderr := runContrail(t, "dev", "--nodes", c.n, "--data-dir", t.TempDir())
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Fatalf("--nodes %s: exit %d, stderr %q", c.n, code, stderr)
+		}
+	}
+}
