@@ -266,7 +266,7 @@ func clusterBenchmark(ctx context.Context, cfg config) error {
 	fmt.Printf("nats:             %s %s\n", natsBin, natsCLI.version)
 	// Every cluster gets the same quiet time after its start: elections,
 	// and Contrail's leadership balancer spreading the partition leaders.
-	fmt.Printf("letting the clusters settle for %s\n", clusterSettle)
+	fmt.Printf("letting the clusters settle for %s (load average %s)\n", clusterSettle, loadAverage())
 	select {
 	case <-time.After(clusterSettle):
 	case <-ctx.Done():
@@ -408,6 +408,7 @@ func clusterBenchmark(ctx context.Context, cfg config) error {
 	}
 
 	printClusterTable(os.Stdout, metrics, cfg.rounds)
+	fmt.Printf("load average at the end: %s (the machine's other work competes with the clusters)\n", loadAverage())
 	var failed []string
 	for _, m := range metrics {
 		for side, err := range m.errs {
@@ -703,6 +704,16 @@ func measureIdle(ctx context.Context, cs *clusterSide, n int, timeout time.Durat
 	return r, nil
 }
 
+// loadAverage is the 1, 5 and 15 minute load averages from
+// /proc/loadavg, or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
+
 // cpuPercents is each node's CPU use over idleWindow, in % of one core.
 func cpuPercents(ctx context.Context, cs *clusterSide) ([]float64, error) {
 	before := make([]int64, len(cs.nodes))
@@ -763,15 +774,23 @@ func cpuTicks(pid int) (int64, error) {
 func printClusterTable(out io.Writer, metrics []*clusterMetric, rounds int) {
 	sides := []string{sideContrail, sideNatsServer, sideNatsServerFsy}
 	rows := [][]string{{"workload", "metric", sideContrail, sideNatsServer, "ratio", sideNatsServerFsy, "ratio"}}
+	// A side that failed a round shows the median of the rounds it
+	// completed, marked with how many failed (its later rounds were
+	// skipped), or FAILED if none completed.
 	cell := func(m *clusterMetric, side string) string {
-		if m.errs[side] != nil {
+		v := fmtNaN(m.format, m.median(side))
+		switch {
+		case m.errs[side] == nil:
+			return v
+		case len(m.vals[side]) == 0:
 			return "FAILED"
+		default:
+			return fmt.Sprintf("%s (%d ok, then FAILED)", v, len(m.vals[side]))
 		}
-		return fmtNaN(m.format, m.median(side))
 	}
 	ratio := func(m *clusterMetric, ref string) string {
 		c, n := m.median(sideContrail), m.median(ref)
-		if m.errs[sideContrail] != nil || m.errs[ref] != nil || math.IsNaN(c) || math.IsNaN(n) || n == 0 {
+		if math.IsNaN(c) || math.IsNaN(n) || n == 0 {
 			return "-"
 		}
 		return strconv.FormatFloat(c/n, 'f', 2, 64)
@@ -801,7 +820,11 @@ func printClusterTable(out io.Writer, metrics []*clusterMetric, rounds int) {
 	var targets []string
 	for _, m := range metrics {
 		c := m.median(sideContrail)
-		if math.IsNaN(c) || m.errs[sideContrail] != nil {
+		if math.IsNaN(c) {
+			continue
+		}
+		if m.errs[sideContrail] != nil {
+			targets = append(targets, fmt.Sprintf("%s: FAILED in a round (see above)", m.workload))
 			continue
 		}
 		switch {
