@@ -393,10 +393,7 @@ func clusterBenchmark(ctx context.Context, cfg config) error {
 			cs.stop()
 			continue
 		}
-		if res.created < cfg.idleStreams {
-			note := fmt.Sprintf("only %s streams created in %s", commas(int64(res.created)), cfg.idleTimeout)
-			cpu.note[side], rss.note[side] = note, note
-		}
+		cpu.note[side] = res.stopped
 		base.vals[side] = []float64{slices.Max(res.baseCPU)}
 		cpu.vals[side] = []float64{slices.Max(res.cpu)}
 		rss.vals[side] = []float64{slices.Max(res.rssMiB)}
@@ -634,6 +631,7 @@ type idleResult struct {
 	created              int
 	createTime           time.Duration
 	baseCPU, cpu, rssMiB []float64 // per node; baseCPU before any stream is created
+	stopped              string    // why fewer than asked were created, if so
 }
 
 // measureIdle creates n R3 file streams (stopping at timeout: then
@@ -680,11 +678,18 @@ func measureIdle(ctx context.Context, cs *clusterSide, n int, timeout time.Durat
 		return nil
 	})
 	r.created, r.createTime = int(created.Load()), time.Since(start)
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return nil, err
-	}
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case cctx.Err() != nil:
+		r.stopped = fmt.Sprintf("only %s streams created in %s (-idle-timeout)", commas(int64(r.created)), timeout)
+	case errors.Is(err, context.DeadlineExceeded):
+		// The server stopped answering: measure what it has.
+		r.stopped = fmt.Sprintf("creation stalled after %s streams in %s: %v (no reply for %s)",
+			commas(int64(r.created)), r.createTime.Round(time.Second), err, clusterOpTimeout)
+		fmt.Printf("    %s: %s\n", cs.name, r.stopped)
+	case err != nil:
+		return nil, err
 	}
 	select {
 	case <-time.After(idleSettle):
@@ -812,7 +817,7 @@ func printClusterTable(out io.Writer, metrics []*clusterMetric, rounds int) {
 	writeTable(out, rows, 2)
 	for _, m := range metrics {
 		for _, side := range sides {
-			if note := m.note[side]; note != "" && m.metric != "RSS MiB (largest node)" {
+			if note := m.note[side]; note != "" {
 				fmt.Fprintf(out, "note: %s on %s: %s\n", m.workload, side, note)
 			}
 		}
