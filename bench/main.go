@@ -38,6 +38,9 @@ type config struct {
 	noisy         bool
 	streams       int
 	streamsRef    int
+	cluster       bool
+	idleStreams   int
+	idleTimeout   time.Duration
 }
 
 func parseFlags() config {
@@ -57,6 +60,9 @@ func parseFlags() config {
 	flag.BoolVar(&c.noisy, "noisy", false, "run the noisy-neighbour scenario instead of the workloads (see README)")
 	flag.IntVar(&c.streams, "streams", 0, "run the stream-count scenario with this many streams instead of the workloads (see README)")
 	flag.IntVar(&c.streamsRef, "streams-ref", -1, "streams for nats-server in the stream-count scenario (-1: as -streams, 0: skip nats-server)")
+	flag.BoolVar(&c.cluster, "cluster", false, "run the cluster scenario instead of the workloads: 3 Contrail nodes against 3-node nats-server clusters (see README)")
+	flag.IntVar(&c.idleStreams, "idle-streams", 10_000, "with -cluster: idle R3 streams for the idle-cost measurement")
+	flag.DurationVar(&c.idleTimeout, "idle-timeout", 5*time.Minute, "with -cluster: time allowed per side to create the idle streams; fewer are measured (and said so) if it runs out")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./bench [flags]\n\nworkloads:")
 		for _, w := range workloads {
@@ -79,8 +85,8 @@ func main() {
 
 func run() int {
 	cfg := parseFlags()
-	if cfg.rounds < 1 || cfg.msgs < 1 || cfg.tenants < 0 || cfg.streams < 0 || cfg.streamsRef < -1 {
-		fmt.Fprintln(os.Stderr, "bench: -rounds and -msgs must be at least 1, -tenants and -streams at least 0, -streams-ref at least -1")
+	if cfg.rounds < 1 || cfg.msgs < 1 || cfg.tenants < 0 || cfg.streams < 0 || cfg.streamsRef < -1 || cfg.idleStreams < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds and -msgs must be at least 1, -tenants and -streams at least 0, -streams-ref at least -1, -idle-streams at least 1")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -98,6 +104,9 @@ func run() int {
 	}
 	if cfg.streams > 0 {
 		bench = streamsBenchmark
+	}
+	if cfg.cluster {
+		bench = clusterBenchmark
 	}
 	if err := bench(ctx, cfg); err != nil {
 		if ctx.Err() != nil {

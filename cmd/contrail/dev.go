@@ -18,9 +18,12 @@ import (
 )
 
 // devFlags are the flags of `contrail dev`: the control plane's and the
-// data plane's listen addresses, one data dir for everything.
+// data plane's listen addresses, one data dir for everything, and how
+// many data-plane nodes to run.
 type devFlags struct {
 	httpAddr, natsAddr, monitorAddr, dataDir, logLevel string
+	clusterAddr                                        string
+	nodes                                              int
 }
 
 func parseDevFlags(args []string, stderr io.Writer) (*devFlags, error) {
@@ -32,11 +35,17 @@ func parseDevFlags(args []string, stderr io.Writer) (*devFlags, error) {
 	fs.StringVar(&f.monitorAddr, "monitor-addr", "127.0.0.1:8222", "data-plane monitoring HTTP address; empty disables it")
 	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory for all state: control plane, keys, streams")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	fs.IntVar(&f.nodes, "nodes", 1, "data-plane nodes: 1, or 3 to 5 for a local cluster (then --nats-addr, --monitor-addr and --cluster-addr are the first node's, the others take the next ports, or give one address per node, comma-separated)")
+	fs.StringVar(&f.clusterAddr, "cluster-addr", "127.0.0.1:6222", "with --nodes > 1: the first node's cluster port (host:port)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := checkDevNodes(f.nodes); err != nil {
+		fmt.Fprintf(stderr, "contrail dev: %v\n", err)
+		return nil, err
 	}
 	return f, nil
 }
@@ -82,6 +91,14 @@ func runDev(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	natsURL := "nats://" + f.natsAddr
+	var nodes []*devNode
+	if f.nodes > 1 {
+		if nodes, err = devNodes(f, stderr, log.With("plane", "data")); err != nil {
+			fmt.Fprintf(stderr, "contrail dev: %v\n", err)
+			return 2
+		}
+		natsURL = natsURLs(nodes)
+	}
 	cp, err := controlplane.Open(controlplane.Options{
 		HTTPAddr: f.httpAddr, DataDir: f.dataDir,
 		Cells: []provision.Cell{{Name: "dev", NatsURL: natsURL}},
@@ -91,13 +108,16 @@ func runDev(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "contrail dev: %v\n", err)
 		return 1
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if nodes != nil {
+		return runDevCluster(ctx, f, cp, nodes, stdout, log)
+	}
 	opts, err := f.nodeOptions(cp)
 	if err != nil {
 		fmt.Fprintf(stderr, "contrail dev: %v\n", err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

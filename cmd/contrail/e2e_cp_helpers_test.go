@@ -386,6 +386,7 @@ type devProc struct {
 	*proc
 	URL, NatsURL, DataDir string
 	httpAddr, natsAddr    string
+	args                  []string // more flags for `contrail dev`
 }
 
 // startDev runs `contrail dev` on free ports with dataDir and waits
@@ -400,8 +401,8 @@ func startDev(t testing.TB, dataDir string) *devProc {
 
 func (d *devProc) start(t testing.TB) {
 	t.Helper()
-	p, err := startProc(t, "contrail dev", contrailBin, "dev", "--http-addr", d.httpAddr, "--nats-addr", d.natsAddr,
-		"--monitor-addr", "", "--data-dir", d.DataDir, "--log-level", "debug")
+	p, err := startProc(t, "contrail dev", contrailBin, append([]string{"dev", "--http-addr", d.httpAddr, "--nats-addr", d.natsAddr,
+		"--monitor-addr", "", "--data-dir", d.DataDir, "--log-level", "debug"}, d.args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
