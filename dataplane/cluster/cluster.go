@@ -28,7 +28,7 @@ import (
 const MetaGroup uint16 = 0
 
 // DefaultPartitions is P, the number of shared partition groups.
-const DefaultPartitions = 12
+const DefaultPartitions = 6
 
 // Sentinel errors callers branch on.
 var (
