@@ -96,6 +96,11 @@ func (e *Engine) RegisterAccount(acc Account, lim *AccountLimits) error {
 		return fmt.Errorf("jetstream: account %q api: %w", name, err)
 	}
 	e.log.Debug("jetstream account registered", "account", name, "enabled", lim.Enabled())
+	if e.cl != nil {
+		// What waited for it runs now, off the caller's goroutine: a
+		// create waits for its partition's quorum.
+		go e.cl.accountRegistered(a)
+	}
 	return nil
 }
 

@@ -113,6 +113,8 @@ type clusterState struct {
 		// assign ids and check names.
 		metaReady bool // guarded by mu
 	}
+	// accts holds what waits for accounts not registered here.
+	accts accountWaits
 	// proposeMu serialises meta proposals on the meta leader: each is
 	// checked against the catalog its predecessor left.
 	proposeMu sync.Mutex
@@ -149,6 +151,7 @@ func (e *Engine) StartCluster(r Replication) error {
 		}()
 	}
 	c.lead.Store(&lead)
+	c.loadCatalogAccounts()
 	// A change raft reported before the channels existed was dropped;
 	// the current state stands in for it.
 	for g := range lead {
@@ -270,6 +273,11 @@ func (c *clusterState) take(g uint16) bool {
 		have[s.id] = true
 	}
 	e.adopt(streams)
+	for _, s := range streams {
+		if e.account(s.account) == nil {
+			c.needAccount(s.account, nil) // held until it registers
+		}
+	}
 	for _, asg := range c.catalog.inGroup(g) {
 		if !have[asg.ID] {
 			c.materialize(asg)

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// tiered gives an account JWT tiered JetStream limits (R1 and R3) in
+// place of untiered ones.
+func tiered(r1, r3 jwt.JetStreamLimits) func(*jwt.AccountClaims) {
+	return func(ac *jwt.AccountClaims) {
+		ac.Limits.JetStreamLimits = jwt.JetStreamLimits{}
+		ac.Limits.JetStreamTieredLimits = jwt.JetStreamTieredLimits{"R1": r1, "R3": r3}
+	}
+}
+
+// opCluster starts three nodes trusting w's operator.
+func opCluster(t *testing.T, w *opWorld) []*clusterNode {
+	t.Helper()
+	nodes := startCluster(t, 3, clusterOpts{args: func(_ int, dir string) []string { return w.nodeArgs(dir) }})
+	waitMesh(t, nodes)
+	return nodes
+}
+
+// jsReady waits until the cluster answers the account's JetStream API
+// (the meta group has a leader with the account loaded).
+func jsReady(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	waitFor(t, startTimeout, "jetstream answering", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := js.AccountInfo(ctx)
+		return err == nil
+	})
+}
+
+// createOnce creates a stream with one request, which must be answered.
+func createOnce(js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := js.CreateStream(ctx, cfg)
+	return err
+}
+
+// apiCode is the JetStream error code of err, 0 if none.
+func apiCode(err error) int {
+	var ae jetstream.JetStreamError
+	if errors.As(err, &ae) && ae.APIError() != nil {
+		return int(ae.APIError().ErrorCode)
+	}
+	return 0
+}
+
+// names lists the account's streams as the node the client is on answers.
+func names(t *testing.T, js jetstream.JetStream) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out []string
+	l := js.StreamNames(ctx)
+	for n := range l.Name() {
+		out = append(out, n)
+	}
+	if err := l.Err(); err != nil {
+		t.Fatalf("stream names: %v", err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestClusterOperatorAccounts runs three nodes in operator mode: an
+// account whose only client is on n1 creates R3 streams (each create
+// answered on its first request, wherever the meta leader and the
+// stream's partition leader are), publishes and reads through n1, is
+// held to its R3 tier cluster-wide, never sees another account's streams
+// on any node, and finds its streams after every node restarted, with
+// the nodes that lost their stored JWTs loading the account for the
+// streams their catalog names.
+func TestClusterOperatorAccounts(t *testing.T) {
+	w := newOpWorld(t)
+	r1 := jwt.JetStreamLimits{DiskStorage: 64 << 20, MemoryStorage: 16 << 20, Streams: -1, Consumer: -1}
+	r3 := jwt.JetStreamLimits{DiskStorage: 1 << 20, Streams: 4, Consumer: -1}
+	a := w.account("A", tiered(r1, r3))
+	b := w.account("B", tiered(r1, r3))
+	nodes := opCluster(t, w)
+	aCreds, _ := a.user("a", nil)
+	bCreds, _ := b.user("b", nil)
+
+	ncA := connectCreds(t, nodes[0].URL, aCreds)
+	jsA, _ := jetstream.New(ncA)
+	jsReady(t, jsA)
+	cfgs := []jetstream.StreamConfig{
+		{Name: "S1", Subjects: []string{"s1.>"}, Replicas: 3, MaxBytes: 512 << 10},
+		{Name: "S2", Subjects: []string{"s2.>"}, Replicas: 3},
+		{Name: "S3", Subjects: []string{"s3.>"}, Replicas: 3},
+	}
+	for _, cfg := range cfgs {
+		if err := createOnce(jsA, cfg); err != nil {
+			t.Fatalf("create %s: %v", cfg.Name, err)
+		}
+	}
+	// The R3 tier's storage, across the cluster: S1 reserves 512 KiB of
+	// the tier's 1 MiB wherever it lives.
+	if err := createOnce(jsA, jetstream.StreamConfig{Name: "S4", Subjects: []string{"s4.>"}, Replicas: 3, MaxBytes: 600 << 10}); apiCode(err) != 10047 {
+		t.Fatalf("R3 create past the tier's storage: %v, want 10047", err)
+	}
+	if err := createOnce(jsA, jetstream.StreamConfig{Name: "S4", Subjects: []string{"s4.>"}, Replicas: 3, MaxBytes: 256 << 10}); err != nil {
+		t.Fatalf("create S4: %v", err)
+	}
+	// The tier's stream count, across the cluster; R1 is a tier apart.
+	if err := createOnce(jsA, jetstream.StreamConfig{Name: "S5", Subjects: []string{"s5.>"}, Replicas: 3}); apiCode(err) != 10027 {
+		t.Fatalf("fifth R3 stream: %v, want 10027", err)
+	}
+	if err := createOnce(jsA, jetstream.StreamConfig{Name: "L1", Subjects: []string{"l1.>"}, Replicas: 1}); err != nil {
+		t.Fatalf("R1 stream beside four R3 ones: %v", err)
+	}
+
+	// A stream led elsewhere than n1, used through n1.
+	var far string
+	leaders := map[string]string{}
+	for _, name := range []string{"S1", "S2", "S3", "S4"} {
+		leader, _ := streamLeader(t, jsA, nodes, name)
+		leaders[name] = leader.ID
+		if leader.ID != nodes[0].ID && far == "" {
+			far = name
+		}
+	}
+	t.Logf("leaders %v", leaders)
+	if far == "" {
+		t.Fatalf("every R3 stream is led by n1 (%v): nothing crosses a node", leaders)
+	}
+	subj := strings.ToLower(far) + ".x"
+	for i := range 10 {
+		publishAcked(t, jsA, subj, fmt.Sprintf("m%d", i))
+	}
+	readAll := func(js jetstream.JetStream) []string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		cons, err := js.OrderedConsumer(ctx, far, jetstream.OrderedConsumerConfig{})
+		if err != nil {
+			t.Fatalf("ordered consumer on %s: %v", far, err)
+		}
+		batch, err := cons.Fetch(10, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for m := range batch.Messages() {
+			got = append(got, string(m.Data()))
+		}
+		return got
+	}
+	if got := readAll(jsA); len(got) != 10 || got[0] != "m0" || got[9] != "m9" {
+		t.Fatalf("read back %v", got)
+	}
+
+	// Account B, through n2: its own streams, none of A's, on every node.
+	ncB := connectCreds(t, nodes[1].URL, bCreds)
+	jsB, _ := jetstream.New(ncB)
+	jsReady(t, jsB)
+	if err := createOnce(jsB, jetstream.StreamConfig{Name: "B1", Subjects: []string{"s1.>"}, Replicas: 3}); err != nil {
+		t.Fatalf("B's stream on A's subjects and name space: %v", err)
+	}
+	wantA := []string{"L1", "S1", "S2", "S3", "S4"}
+	for _, n := range nodes {
+		ca := connectCreds(t, n.URL, aCreds)
+		ja, _ := jetstream.New(ca)
+		if got := names(t, ja); !slices.Equal(got, wantA) {
+			t.Errorf("A's streams through %s: %v, want %v", n.ID, got, wantA)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, err := ja.Stream(ctx, "B1"); !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Errorf("A's info of B's stream through %s: %v", n.ID, err)
+		}
+		cancel()
+		cb := connectCreds(t, n.URL, bCreds)
+		jb, _ := jetstream.New(cb)
+		if got := names(t, jb); !slices.Equal(got, []string{"B1"}) {
+			t.Errorf("B's streams through %s: %v", n.ID, got)
+		}
+	}
+
+	// Every node restarts; n2 and n3 lose the JWTs they stored, so only
+	// their catalog tells them the account exists.
+	ncA.Close()
+	ncB.Close()
+	for _, n := range nodes {
+		n.stop()
+	}
+	for _, n := range nodes[1:] {
+		if err := os.RemoveAll(filepath.Join(n.DataDir, "accounts")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nodes {
+		n.restart(t)
+	}
+	waitMesh(t, nodes)
+	for _, n := range nodes[1:] {
+		waitFor(t, startTimeout, n.ID+" loading A and B for its catalog", func() bool {
+			var m map[string]any
+			if err := fetchJSON(n.MonURL+"/accountz", &m); err != nil {
+				return false
+			}
+			list := strings.Join(anyStrings(m["accounts"]), ",")
+			return strings.Contains(list, a.pub) && strings.Contains(list, b.pub)
+		})
+	}
+	ncA = connectCreds(t, nodes[0].URL, aCreds)
+	jsA, _ = jetstream.New(ncA)
+	jsReady(t, jsA)
+	if got := names(t, jsA); !slices.Equal(got, wantA) {
+		t.Fatalf("A's streams after the restart: %v", got)
+	}
+	if got := readAll(jsA); len(got) != 10 {
+		t.Fatalf("read back after the restart: %v", got)
+	}
+}
