@@ -25,9 +25,65 @@ var ErrUnknownCell = errors.New("unknown cell")
 var ErrRejected = errors.New("cell rejected the account jwt")
 
 // Cell is a data-plane cluster the control plane provisions accounts on.
+// NatsURL lists the cluster's nodes, comma-separated, as NATS clients take
+// them; one node's URL is enough (the others are learnt from it), several
+// keep the control plane connected while one node is down.
 type Cell struct {
 	Name    string `json:"name"`
 	NatsURL string `json:"nats_url"`
+}
+
+// multiRequester is a cell connection that gathers the answers of every
+// node of a clustered cell to one request.
+type multiRequester interface {
+	RequestAll(ctx context.Context, subject string, data []byte) ([]*nats.Msg, error)
+}
+
+// straggle is how long the other nodes' answers are awaited after the
+// first: every node answers a system request about an account for what
+// it holds, at about the same time.
+const straggle = 250 * time.Millisecond
+
+// natsCell is a real cell connection.
+type natsCell struct{ *nats.Conn }
+
+// RequestAll sends one request and returns the answers of every node the
+// connection knows of (its configured and discovered servers), or those
+// that came before ctx ended or straggle passed after the first.
+func (c natsCell) RequestAll(ctx context.Context, subject string, data []byte) ([]*nats.Msg, error) {
+	inbox := c.NewInbox()
+	sub, err := c.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := c.PublishRequest(subject, inbox, data); err != nil {
+		return nil, err
+	}
+	want := max(len(c.Servers()), 1)
+	var out []*nats.Msg
+	wait := ctx
+	for len(out) < want {
+		m, err := sub.NextMsgWithContext(wait)
+		if err != nil {
+			break
+		}
+		if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+			return nil, nats.ErrNoResponders
+		}
+		if out = append(out, m); len(out) == 1 {
+			var cancel context.CancelFunc
+			wait, cancel = context.WithTimeout(ctx, straggle)
+			defer cancel()
+		}
+	}
+	if len(out) == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, nats.ErrTimeout
+	}
+	return out, nil
 }
 
 // cellConn is the part of a NATS connection Cells uses; *nats.Conn is
@@ -82,7 +138,7 @@ func Dial(cells []Cell, keys *Keys, onReconnect func(cell string), log *slog.Log
 			c.Close()
 			return nil, fmt.Errorf("cell %s (%s): %w", cell.Name, cell.NatsURL, err)
 		}
-		c.conns[cell.Name] = nc
+		c.conns[cell.Name] = natsCell{nc}
 		c.names = append(c.names, cell.Name)
 	}
 	sort.Strings(c.names)
@@ -117,6 +173,37 @@ func (c *Cells) request(ctx context.Context, cell, subject string, body []byte) 
 	return msg.Data, nil
 }
 
+// requestAll sends a system request to every node of cell and returns
+// their answers (one from a connection that cannot gather several).
+func (c *Cells) requestAll(ctx context.Context, cell, subject string, body []byte) ([][]byte, error) {
+	nc, ok := c.conns[cell]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownCell, cell)
+	}
+	mr, ok := nc.(multiRequester)
+	if !ok {
+		data, err := c.request(ctx, cell, subject, body)
+		if err != nil {
+			return nil, err
+		}
+		return [][]byte{data}, nil
+	}
+	if !nc.IsConnected() {
+		return nil, fmt.Errorf("%w: %s: not connected", ErrCellUnavailable, cell)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	msgs, err := mr.RequestAll(ctx, subject, body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %s: %v", ErrCellUnavailable, cell, subject, err)
+	}
+	out := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Data
+	}
+	return out, nil
+}
+
 // apiError is the error half of nats-server's system API replies.
 type apiError struct {
 	Account     string `json:"account,omitempty"`
@@ -125,27 +212,31 @@ type apiError struct {
 }
 
 // Push sends an account JWT to its cell on
-// $SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE and checks the reply.
+// $SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE and checks the replies: every node
+// of a clustered cell installs the JWT and answers, and each answer must
+// be a success.
 func (c *Cells) Push(ctx context.Context, cell, pub, jwt string) error {
-	data, err := c.request(ctx, cell, "$SYS.REQ.ACCOUNT."+pub+".CLAIMS.UPDATE", []byte(jwt))
+	replies, err := c.requestAll(ctx, cell, "$SYS.REQ.ACCOUNT."+pub+".CLAIMS.UPDATE", []byte(jwt))
 	if err != nil {
 		return err
 	}
-	var reply struct {
-		Data *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"data"`
-		Error *apiError `json:"error"`
-	}
-	if err := json.Unmarshal(data, &reply); err != nil {
-		return fmt.Errorf("%w: %s: unreadable reply %q", ErrRejected, cell, data)
-	}
-	if reply.Error != nil {
-		return fmt.Errorf("%w: %s: %d %s", ErrRejected, cell, reply.Error.Code, reply.Error.Description)
-	}
-	if reply.Data == nil || reply.Data.Code != 200 {
-		return fmt.Errorf("%w: %s: reply %q", ErrRejected, cell, data)
+	for _, data := range replies {
+		var reply struct {
+			Data *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"data"`
+			Error *apiError `json:"error"`
+		}
+		if err := json.Unmarshal(data, &reply); err != nil {
+			return fmt.Errorf("%w: %s: unreadable reply %q", ErrRejected, cell, data)
+		}
+		if reply.Error != nil {
+			return fmt.Errorf("%w: %s: %d %s", ErrRejected, cell, reply.Error.Code, reply.Error.Description)
+		}
+		if reply.Data == nil || reply.Data.Code != 200 {
+			return fmt.Errorf("%w: %s: reply %q", ErrRejected, cell, data)
+		}
 	}
 	return nil
 }
