@@ -46,6 +46,11 @@ type accountWaits struct {
 
 // needAccount asks for account to be loaded and, when ent is not nil,
 // keeps ent to run once it registers.
+//
+// An entry kept after the registration's own drain looked (the account
+// registered between the caller's look and this) is drained here: the
+// registration is visible once ent is queued, so every entry is run by
+// one of the two.
 func (c *clusterState) needAccount(account string, ent *metaEntry) {
 	w := &c.accts
 	w.mu.Lock()
@@ -65,6 +70,17 @@ func (c *clusterState) needAccount(account string, ent *metaEntry) {
 		w.loading[account] = true
 	}
 	w.mu.Unlock()
+	if a := c.e.account(account); a != nil {
+		if start {
+			w.mu.Lock()
+			delete(w.loading, account)
+			w.mu.Unlock()
+		}
+		if ent != nil {
+			go c.accountRegistered(a)
+		}
+		return
+	}
 	if !start {
 		return
 	}

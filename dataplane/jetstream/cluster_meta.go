@@ -274,17 +274,14 @@ func (c *clusterState) applyMeta(ent *metaEntry) {
 		c.catalog.remove(asg.Account, asg.Name)
 	}
 	a := c.e.account(asg.Account)
-	if a == nil && ent.Op != metaDelete {
-		c.needAccount(asg.Account, nil)
-	}
 	if !c.holds(asg) {
+		if a == nil && ent.Op != metaDelete {
+			c.needAccount(asg.Account, nil)
+		}
 		return
 	}
 	if a == nil || c.hasWaiting(asg.Account) {
-		c.needAccount(asg.Account, ent)
-		if a != nil {
-			go c.accountRegistered(a)
-		}
+		c.needAccount(asg.Account, ent) // runs behind those waiting
 		return
 	}
 	c.runEntry(a, ent)
