@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"strconv"
@@ -116,10 +117,11 @@ func (sp *accountSpread) onLoad(subject, reply, _, _ []byte) {
 	}()
 }
 
+// onReply counts a peer's answer to one of this node's load requests.
 func (sp *accountSpread) onReply(subject, _, _, _ []byte) {
-	id := string(subject[strings.LastIndexByte(string(subject), '.')+1:])
+	id := subject[bytes.LastIndexByte(subject, '.')+1:]
 	sp.mu.Lock()
-	ch := sp.mu.waits[id]
+	ch := sp.mu.waits[string(id)]
 	sp.mu.Unlock()
 	if ch != nil {
 		select {

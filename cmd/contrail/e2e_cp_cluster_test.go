@@ -25,15 +25,17 @@ func TestCPClusterCell(t *testing.T) {
 	dir := t.TempDir()
 	cpDir := filepath.Join(dir, "cp")
 	// The nodes trust the control plane's operator, so it starts first;
-	// it is started again once the nodes' URLs are known.
+	// it is started again, on the same address, once the nodes' URLs are
+	// known. Its resolver stays up while the nodes start: a node leaves a
+	// failing resolver alone for a while.
 	first := startControlplane(t, "", cpDir, "nats://127.0.0.1:1")
-	first.stop()
 	sys := strings.TrimSpace(string(mustRead(t, filepath.Join(cpDir, "system_account.pub"))))
 	nodes := startCluster(t, 3, clusterOpts{args: func(_ int, _ string) []string {
 		return []string{"--operator", filepath.Join(cpDir, "operator.jwt"),
 			"--resolver", first.URL + "/jwt/v1/accounts/", "--system-account", sys}
 	}})
 	waitMesh(t, nodes)
+	first.stop()
 	cp := startControlplane(t, first.HTTPAddr, cpDir, clusterURLs(nodes))
 	api := newAPI(t, cp.URL)
 	waitReadyz(t, api, 200)

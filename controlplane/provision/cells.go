@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -44,13 +45,55 @@ type multiRequester interface {
 // it holds, at about the same time.
 const straggle = 250 * time.Millisecond
 
-// natsCell is a real cell connection.
-type natsCell struct{ *nats.Conn }
+// natsCell is a real cell connection, made in the background: a node
+// admits the control plane's system user only after fetching the system
+// account from the control plane's own resolver, which serves once Open
+// has returned, so Dial cannot wait for the first attempt.
+type natsCell struct {
+	nc     atomic.Pointer[nats.Conn]
+	closed atomic.Bool
+}
+
+// set installs the connection nats.Connect returned.
+func (c *natsCell) set(nc *nats.Conn) {
+	c.nc.Store(nc)
+	if c.closed.Load() {
+		nc.Close() // closed while connecting
+	}
+}
+
+func (c *natsCell) IsConnected() bool {
+	nc := c.nc.Load()
+	return nc != nil && nc.IsConnected()
+}
+
+func (c *natsCell) RequestWithContext(ctx context.Context, subject string, data []byte) (*nats.Msg, error) {
+	nc := c.nc.Load()
+	if nc == nil {
+		return nil, nats.ErrConnectionReconnecting
+	}
+	return nc.RequestWithContext(ctx, subject, data)
+}
+
+func (c *natsCell) Close() {
+	c.closed.Store(true)
+	if nc := c.nc.Load(); nc != nil {
+		nc.Close()
+	}
+}
 
 // RequestAll sends one request and returns the answers of every node the
 // connection knows of (its configured and discovered servers), or those
 // that came before ctx ended or straggle passed after the first.
-func (c natsCell) RequestAll(ctx context.Context, subject string, data []byte) ([]*nats.Msg, error) {
+func (c *natsCell) RequestAll(ctx context.Context, subject string, data []byte) ([]*nats.Msg, error) {
+	nc := c.nc.Load()
+	if nc == nil {
+		return nil, nats.ErrConnectionReconnecting
+	}
+	return requestAll(ctx, nc, subject, data)
+}
+
+func requestAll(ctx context.Context, c *nats.Conn, subject string, data []byte) ([]*nats.Msg, error) {
 	inbox := c.NewInbox()
 	sub, err := c.SubscribeSync(inbox)
 	if err != nil {
@@ -103,19 +146,21 @@ type Cells struct {
 	timeout time.Duration
 }
 
-// Dial connects to every cell as the system user. onReconnect runs
-// whenever a connection to a cell is (re)established, so pushes that
-// failed can be retried at once.
+// Dial connects to every cell as the system user, in the background (see
+// natsCell). onReconnect runs whenever a connection to a cell is
+// (re)established, so pushes that failed can be retried at once.
 func Dial(cells []Cell, keys *Keys, onReconnect func(cell string), log *slog.Logger) (*Cells, error) {
 	token, kp, err := tenant.ParseCreds(keys.systemUser.Creds)
 	if err != nil {
 		return nil, err
 	}
 	c := &Cells{conns: map[string]cellConn{}, timeout: 2 * time.Second}
-	for _, cell := range cells {
-		cell := cell
+	connect := func(cell Cell, conn *natsCell) {
 		nc, err := nats.Connect(cell.NatsURL,
 			nats.Name("contrail-controlplane"),
+			// A cell that refuses the system user (its nodes cannot reach
+			// this resolver yet) is retried like one that is down.
+			nats.IgnoreAuthErrorAbort(),
 			nats.UserJWT(func() (string, error) { return token, nil }, kp.Sign),
 			nats.RetryOnFailedConnect(true),
 			nats.MaxReconnects(-1),
@@ -135,11 +180,16 @@ func Dial(cells []Cell, keys *Keys, onReconnect func(cell string), log *slog.Log
 			}),
 		)
 		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("cell %s (%s): %w", cell.Name, cell.NatsURL, err)
+			log.Error("cell connection not made", "cell", cell.Name, "url", cell.NatsURL, "err", err)
+			return
 		}
-		c.conns[cell.Name] = natsCell{nc}
+		conn.set(nc)
+	}
+	for _, cell := range cells {
+		conn := &natsCell{}
+		c.conns[cell.Name] = conn
 		c.names = append(c.names, cell.Name)
+		go connect(cell, conn)
 	}
 	sort.Strings(c.names)
 	return c, nil
