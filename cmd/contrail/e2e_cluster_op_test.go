@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -191,6 +192,18 @@ func TestClusterOperatorAccounts(t *testing.T) {
 		}
 	}
 
+	// A claim update pushed to n3 reaches every node, the meta leader
+	// included wherever it is: a fifth R3 stream fits now.
+	sysCreds, _ := w.sys.user("sys", nil)
+	sysConn := connectCreds(t, nodes[2].URL, sysCreds)
+	a.claims.Limits.JetStreamTieredLimits["R3"] = jwt.JetStreamLimits{DiskStorage: 1 << 20, Streams: 5, Consumer: -1}
+	w.pushClaims(t, sysConn, a)
+	if err := createOnce(jsA, jetstream.StreamConfig{Name: "S5", Subjects: []string{"s5.>"}, Replicas: 3}); err != nil {
+		t.Fatalf("fifth R3 stream after the limit was raised through n3: %v", err)
+	}
+	wantA = append(wantA, "S5")
+	sysConn.Close()
+
 	// Every node restarts; n2 and n3 lose the JWTs they stored, so only
 	// their catalog tells them the account exists.
 	ncA.Close()
@@ -225,5 +238,107 @@ func TestClusterOperatorAccounts(t *testing.T) {
 	}
 	if got := readAll(jsA); len(got) != 10 {
 		t.Fatalf("read back after the restart: %v", got)
+	}
+}
+
+// startRefOpCluster starts three nats-servers as one JetStream cluster in
+// operator mode with w's accounts (as they are now) preloaded, and
+// returns their client URLs. Their health waits for the cluster, so they
+// are started together and awaited through a client.
+func startRefOpCluster(t *testing.T, w *opWorld) []string {
+	t.Helper()
+	bin := findTool(t, "nats-server", "github.com/nats-io/nats-server/v2", "v2.15.2")
+	var addrs, croutes, urls []string
+	for range 3 {
+		addrs = append(addrs, freeAddr(t))
+		croutes = append(croutes, "nats-route://"+freeAddr(t))
+	}
+	for i := range 3 {
+		dir := t.TempDir()
+		conf := fmt.Sprintf("%sserver_name: r%d\nlisten: %s\njetstream { store_dir: %q }\n"+
+			"cluster { name: ref, listen: %s, routes: [%s] }\n",
+			w.memResolverConf(), i+1, addrs[i], filepath.Join(dir, "js"),
+			strings.TrimPrefix(croutes[i], "nats-route://"), strings.Join(croutes, ", "))
+		p, err := startProc(t, fmt.Sprintf("r%d", i+1), bin, "-c", writeFile(t, dir, "ref.conf", conf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.stop)
+		urls = append(urls, "nats://"+addrs[i])
+	}
+	return urls
+}
+
+// tierScenario creates streams against an account's tiered R3 limits
+// (1 MiB of file storage, 4 streams) and an untiered account's (1 MiB),
+// and reports each create's outcome: the error code, or 0.
+func tierScenario(t *testing.T, tieredJS, flatJS jetstream.JetStream) []int {
+	t.Helper()
+	var out []int
+	for _, c := range []struct {
+		js  jetstream.JetStream
+		cfg jetstream.StreamConfig
+	}{
+		{tieredJS, jetstream.StreamConfig{Name: "T1", Subjects: []string{"t1"}, Replicas: 3, MaxBytes: 512 << 10}},
+		{tieredJS, jetstream.StreamConfig{Name: "T2", Subjects: []string{"t2"}, Replicas: 3, MaxBytes: 600 << 10}},
+		{tieredJS, jetstream.StreamConfig{Name: "T2", Subjects: []string{"t2"}, Replicas: 3, MaxBytes: 256 << 10}},
+		{tieredJS, jetstream.StreamConfig{Name: "T3", Subjects: []string{"t3"}, Replicas: 3}},
+		{tieredJS, jetstream.StreamConfig{Name: "T4", Subjects: []string{"t4"}, Replicas: 3}},
+		{tieredJS, jetstream.StreamConfig{Name: "T5", Subjects: []string{"t5"}, Replicas: 3}},
+		{tieredJS, jetstream.StreamConfig{Name: "T6", Subjects: []string{"t6"}, Replicas: 1, MaxBytes: 900 << 10}},
+		{tieredJS, jetstream.StreamConfig{Name: "T7", Subjects: []string{"t7"}, Replicas: 3, MaxConsumers: 9}},
+		// Untiered limits count every replica: 3 x 400 KiB > 1 MiB.
+		{flatJS, jetstream.StreamConfig{Name: "F1", Subjects: []string{"f1"}, Replicas: 3, MaxBytes: 400 << 10}},
+		{flatJS, jetstream.StreamConfig{Name: "F1", Subjects: []string{"f1"}, Replicas: 3, MaxBytes: 300 << 10}},
+		{flatJS, jetstream.StreamConfig{Name: "F2", Subjects: []string{"f2"}, Replicas: 1, MaxBytes: 200 << 10}},
+	} {
+		err := createOnce(c.js, c.cfg)
+		if err != nil && apiCode(err) == 0 {
+			t.Fatalf("create %s: %v", c.cfg.Name, err)
+		}
+		out = append(out, apiCode(err))
+	}
+	return out
+}
+
+// TestClusterTieredLimitsReference holds the meta leader's checks of
+// tiered and untiered limits to nats-server's, cluster against cluster,
+// with the same JWTs.
+func TestClusterTieredLimitsReference(t *testing.T) {
+	w := newOpWorld(t)
+	r1 := jwt.JetStreamLimits{DiskStorage: 1 << 20, Streams: -1, Consumer: -1}
+	r3 := jwt.JetStreamLimits{DiskStorage: 1 << 20, Streams: 4, Consumer: 8}
+	tieredAcc := w.account("T", tiered(r1, r3))
+	flatAcc := w.account("F", func(ac *jwt.AccountClaims) {
+		ac.Limits.JetStreamLimits = jwt.JetStreamLimits{DiskStorage: 1 << 20, Streams: -1, Consumer: -1}
+	})
+	tCreds, _ := tieredAcc.user("t", nil)
+	fCreds, _ := flatAcc.user("f", nil)
+	run := func(urls []string) []int {
+		tc := connectCreds(t, urls[0], tCreds)
+		fc := connectCreds(t, urls[1], fCreds)
+		tjs, _ := jetstream.New(tc)
+		fjs, _ := jetstream.New(fc)
+		jsReady(t, tjs)
+		jsReady(t, fjs)
+		return tierScenario(t, tjs, fjs)
+	}
+	refURLs := startRefOpCluster(t, w)
+	waitFor(t, startTimeout, "reference cluster accepting clients", func() bool {
+		for _, u := range refURLs {
+			nc, err := nats.Connect(u, nats.UserCredentials(tCreds))
+			if err != nil {
+				return false
+			}
+			nc.Close()
+		}
+		return true
+	})
+	want := run(refURLs)
+	nodes := opCluster(t, w)
+	got := run([]string{nodes[0].URL, nodes[1].URL})
+	t.Logf("nats-server %v, contrail %v", want, got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("create outcomes %v, nats-server's %v", got, want)
 	}
 }
