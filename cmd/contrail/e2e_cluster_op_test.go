@@ -321,7 +321,32 @@ func TestClusterTieredLimitsReference(t *testing.T) {
 		fjs, _ := jetstream.New(fc)
 		jsReady(t, tjs)
 		jsReady(t, fjs)
-		return tierScenario(t, tjs, fjs)
+		out := tierScenario(t, tjs, fjs)
+		// Account info, from the whole cluster: streams per tier, and
+		// the R3 tier's storage in units of what was published: every
+		// replica's copy counts (nats-server's figure gets there as its
+		// servers report their usage to each other).
+		payload := make([]byte, 1024)
+		for range 10 {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if _, err := tjs.Publish(ctx, "t3", payload); err != nil {
+				t.Fatalf("publish: %v", err)
+			}
+			cancel()
+		}
+		var info *jetstream.AccountInfo
+		waitFor(t, 10*time.Second, "account info counting every replica's bytes", func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			var err error
+			info, err = tjs.AccountInfo(ctx)
+			return err == nil && info.Tiers["R3"].Store >= 30*1024
+		})
+		fi, err := fjs.AccountInfo(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(out, info.Tiers["R1"].Streams, info.Tiers["R3"].Streams, int(info.Tiers["R3"].Store/(10*1024)), fi.Streams)
 	}
 	refURLs := startRefOpCluster(t, w)
 	waitFor(t, startTimeout, "reference cluster accepting clients", func() bool {

@@ -644,6 +644,9 @@ func (a *jsAccount) accountUsages() []streamUsage {
 // limits.
 func (a *jsAccount) accountInfoBody() *api.AccountInfo {
 	usages := a.accountUsages()
+	if c := a.e.cl; c != nil && c.r != nil {
+		usages = c.accountUsages(a) // the meta leader answers for the cluster
+	}
 	info := &api.AccountInfo{
 		Tier:   tierTotals(usages, ""),
 		Domain: a.e.opts.Domain,

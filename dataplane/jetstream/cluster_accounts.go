@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
 )
 
 // Accounts on a cluster.
@@ -218,4 +219,38 @@ func satAdd(x, y int64) int64 {
 		return s
 	}
 	return 1<<63 - 1
+}
+
+// accountUsages is the account's usage across the cluster, for its
+// account info: every stream in the catalog, each with the state this
+// node's store holds of it (its own, where this node holds the stream;
+// a replica's for a replicated stream led elsewhere; none for an R1
+// stream on another node). As nats-server reports a cluster's usage,
+// every replica's bytes count.
+func (c *clusterState) accountUsages(a *jsAccount) []streamUsage {
+	asgs := c.catalog.streams(a.acc.Name())
+	out := make([]streamUsage, 0, len(asgs))
+	for _, asg := range asgs {
+		var u streamUsage
+		if s := a.lookup(asg.Name); s != nil {
+			u = usageOf(s)
+		} else {
+			cfg := asg.Config
+			u = streamUsage{replicas: max(cfg.Replicas, 1), storage: cfg.Storage, name: cfg.Name,
+				created: asg.Created, cfg: cfg}
+			if cfg.MaxBytes > 0 {
+				u.reserved = uint64(cfg.MaxBytes)
+			}
+			if st, err := c.e.opts.Store.LoadStream(asg.ID); err == nil && asg.group() != 0 {
+				u.msgs, u.bytes = st.State.Msgs, st.State.Bytes
+				_ = c.e.opts.Store.Consumers(asg.ID, func(store.ConsumerRecord) error {
+					u.consumers++
+					return nil
+				})
+			}
+		}
+		u.bytes *= uint64(u.replicas)
+		out = append(out, u)
+	}
+	return out
 }
