@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -192,12 +193,42 @@ func TestClusterOperatorAccounts(t *testing.T) {
 		}
 	}
 
-	// A claim update pushed to n3 reaches every node, the meta leader
-	// included wherever it is: a fifth R3 stream fits now.
+	// A claim update pushed to n3 reaches every node, each of which
+	// installs it and answers; the meta leader, wherever it is, then
+	// lets a fifth R3 stream in.
 	sysCreds, _ := w.sys.user("sys", nil)
 	sysConn := connectCreds(t, nodes[2].URL, sysCreds)
 	a.claims.Limits.JetStreamTieredLimits["R3"] = jwt.JetStreamLimits{DiskStorage: 1 << 20, Streams: 5, Consumer: -1}
-	w.pushClaims(t, sysConn, a)
+	inbox := nats.NewInbox()
+	answers, err := sysConn.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sysConn.PublishRequest("$SYS.REQ.ACCOUNT."+a.pub+".CLAIMS.UPDATE", inbox, []byte(w.publish(a))); err != nil {
+		t.Fatal(err)
+	}
+	servers := map[string]bool{}
+	for range nodes {
+		m, err := answers.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatalf("claim update answers from %v: %v", servers, err)
+		}
+		var r struct {
+			Server struct {
+				Name string `json:"name"`
+			} `json:"server"`
+			Data struct {
+				Code int `json:"code"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(m.Data, &r); err != nil || r.Data.Code != 200 {
+			t.Fatalf("claim update answer %s", m.Data)
+		}
+		servers[r.Server.Name] = true
+	}
+	if len(servers) != len(nodes) {
+		t.Fatalf("claim update answered by %v", servers)
+	}
 	if err := createOnce(jsA, jetstream.StreamConfig{Name: "S5", Subjects: []string{"s5.>"}, Replicas: 3}); err != nil {
 		t.Fatalf("fifth R3 stream after the limit was raised through n3: %v", err)
 	}
