@@ -329,6 +329,17 @@ func tierScenario(t *testing.T, tieredJS, flatJS jetstream.JetStream) []int {
 		}
 		out = append(out, apiCode(err))
 	}
+	// Updates that grow a reservation: past the tier's storage (T1 and
+	// T2 reserve 768 KiB of 1 MiB), then within it.
+	for _, mb := range []int64{900 << 10, 700 << 10} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := tieredJS.UpdateStream(ctx, jetstream.StreamConfig{Name: "T1", Subjects: []string{"t1"}, Replicas: 3, MaxBytes: mb})
+		cancel()
+		if err != nil && apiCode(err) == 0 {
+			t.Fatalf("update T1: %v", err)
+		}
+		out = append(out, apiCode(err))
+	}
 	return out
 }
 
