@@ -98,7 +98,9 @@ func TestClusterOperatorAccounts(t *testing.T) {
 	aCreds, _ := a.user("a", nil)
 	bCreds, _ := b.user("b", nil)
 
+	began := time.Now()
 	ncA := connectCreds(t, nodes[0].URL, aCreds)
+	t.Logf("first connect of the account (loaded on every node before it returns): %v", time.Since(began))
 	jsA, _ := jetstream.New(ncA)
 	jsReady(t, jsA)
 	cfgs := []jetstream.StreamConfig{
