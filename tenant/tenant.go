@@ -31,6 +31,56 @@ type JetStreamLimits struct {
 	MaxStreams    int64 `json:"max_streams"`
 	MaxConsumers  int64 `json:"max_consumers"`
 	MaxAckPending int64 `json:"max_ack_pending"`
+	// Tiers, when set, are per replica count limits (the account JWT's
+	// tiered limits): R1 governs unreplicated streams, R3 streams of
+	// three replicas. They replace the untiered limits above, which are
+	// then not written to the JWT. A tier left out allows no stream of
+	// its replica count.
+	Tiers *JetStreamTiers `json:"tiers,omitempty"`
+}
+
+// JetStreamTiers are an account's tiered JetStream limits.
+type JetStreamTiers struct {
+	R1 *JetStreamTier `json:"R1,omitempty"`
+	R3 *JetStreamTier `json:"R3,omitempty"`
+}
+
+// JetStreamTier bounds the streams of one replica count. Storage limits
+// count each stream once, whatever its replicas (a tier is sized for its
+// replication, as NATS counts tiered limits).
+type JetStreamTier struct {
+	MaxMemory      int64 `json:"max_memory"`
+	MaxStorage     int64 `json:"max_storage"`
+	MaxStreams     int64 `json:"max_streams"`
+	MaxConsumers   int64 `json:"max_consumers"`
+	MaxAckPending  int64 `json:"max_ack_pending"`
+	MaxStreamBytes int64 `json:"max_stream_bytes"`
+}
+
+// each lists the tiers set, by name.
+func (t *JetStreamTiers) each() map[string]*JetStreamTier {
+	out := map[string]*JetStreamTier{}
+	if t == nil {
+		return out
+	}
+	if t.R1 != nil {
+		out["R1"] = t.R1
+	}
+	if t.R3 != nil {
+		out["R3"] = t.R3
+	}
+	return out
+}
+
+// jwt is the tier as account JWTs carry it: 0 for "no bound" in the
+// ack pending and per-stream limits.
+func (t *JetStreamTier) jwt() jwt.JetStreamLimits {
+	perStream := max(t.MaxStreamBytes, 0)
+	return jwt.JetStreamLimits{
+		MemoryStorage: t.MaxMemory, DiskStorage: t.MaxStorage,
+		Streams: t.MaxStreams, Consumer: t.MaxConsumers, MaxAckPending: max(t.MaxAckPending, 0),
+		MemoryMaxStreamBytes: perStream, DiskMaxStreamBytes: perStream,
+	}
 }
 
 // DefaultLimits are generous limits for a new account: JetStream on, a GiB
@@ -96,6 +146,32 @@ func (l Limits) Validate() error {
 			return err
 		}
 	}
+	if js.Tiers != nil && js.Tiers.R1 == nil && js.Tiers.R3 == nil {
+		return &FieldError{Field: "limits.jetstream.tiers", Reason: "must set R1, R3 or both"}
+	}
+	for _, name := range []string{"R1", "R3"} {
+		t := js.Tiers.each()[name]
+		if t == nil {
+			continue
+		}
+		f := "limits.jetstream.tiers." + name + "."
+		for _, c := range []struct {
+			field  string
+			v      int64
+			zeroOK bool
+		}{
+			{"max_memory", t.MaxMemory, true},
+			{"max_storage", t.MaxStorage, true},
+			{"max_streams", t.MaxStreams, false},
+			{"max_consumers", t.MaxConsumers, false},
+			{"max_ack_pending", t.MaxAckPending, false},
+			{"max_stream_bytes", t.MaxStreamBytes, false},
+		} {
+			if err := check(f+c.field, c.v, c.zeroOK); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -113,6 +189,14 @@ func (l Limits) Apply(ac *jwt.AccountClaims) {
 	ac.Limits.LeafNodeConn = Unlimited
 	ac.Limits.JetStreamTieredLimits = nil
 	js := l.JetStream
+	if js.Tiers != nil {
+		ac.Limits.JetStreamLimits = jwt.JetStreamLimits{}
+		ac.Limits.JetStreamTieredLimits = jwt.JetStreamTieredLimits{}
+		for name, t := range js.Tiers.each() {
+			ac.Limits.JetStreamTieredLimits[name] = t.jwt()
+		}
+		return
+	}
 	if js.MaxMemory == 0 && js.MaxStorage == 0 {
 		ac.Limits.JetStreamLimits = jwt.JetStreamLimits{}
 		return
@@ -140,7 +224,7 @@ func LimitsOf(ac *jwt.AccountClaims) Limits {
 	if js.MemoryStorage == 0 && js.DiskStorage == 0 {
 		js.Streams, js.Consumer = Unlimited, Unlimited
 	}
-	return Limits{
+	l := Limits{
 		MaxConnections: ac.Limits.Conn,
 		MaxPayload:     ac.Limits.Payload,
 		JetStream: JetStreamLimits{
@@ -151,4 +235,24 @@ func LimitsOf(ac *jwt.AccountClaims) Limits {
 			MaxAckPending: maxAck,
 		},
 	}
+	if _, r3 := ac.Limits.JetStreamTieredLimits["R3"]; r3 {
+		l.JetStream = JetStreamLimits{Tiers: &JetStreamTiers{}}
+		unbounded := func(v int64) int64 {
+			if v == 0 {
+				return Unlimited
+			}
+			return v
+		}
+		for name, t := range ac.Limits.JetStreamTieredLimits {
+			tier := &JetStreamTier{MaxMemory: t.MemoryStorage, MaxStorage: t.DiskStorage, MaxStreams: t.Streams,
+				MaxConsumers: t.Consumer, MaxAckPending: unbounded(t.MaxAckPending), MaxStreamBytes: unbounded(t.DiskMaxStreamBytes)}
+			switch name {
+			case "R1":
+				l.JetStream.Tiers.R1 = tier
+			case "R3":
+				l.JetStream.Tiers.R3 = tier
+			}
+		}
+	}
+	return l
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -68,6 +69,9 @@ func readCells(path string) ([]provision.Cell, error) {
 		Cells []struct {
 			Name    string `yaml:"name"`
 			NatsURL string `yaml:"nats_url"`
+			// NatsURLs lists a clustered cell's nodes (nats_url may
+			// also list them, comma-separated).
+			NatsURLs []string `yaml:"nats_urls"`
 		} `yaml:"cells"`
 	}
 	if err := dec.Decode(&cfg); err != nil {
@@ -76,11 +80,16 @@ func readCells(path string) ([]provision.Cell, error) {
 	seen := map[string]bool{}
 	var cells []provision.Cell
 	for i, c := range cfg.Cells {
+		urls, err := cellURLs(c.NatsURL, c.NatsURLs)
+		if err != nil {
+			return nil, fmt.Errorf("--config %s: cells[%d]: %w", path, i, err)
+		}
+		c.NatsURL = urls
 		switch {
 		case c.Name == "":
 			return nil, fmt.Errorf("--config %s: cells[%d].name is required", path, i)
 		case c.NatsURL == "":
-			return nil, fmt.Errorf("--config %s: cells[%d].nats_url is required", path, i)
+			return nil, fmt.Errorf("--config %s: cells[%d].nats_url (or nats_urls) is required", path, i)
 		case seen[c.Name]:
 			return nil, fmt.Errorf("--config %s: cells[%d].name %q is used twice", path, i, c.Name)
 		}
@@ -91,6 +100,31 @@ func readCells(path string) ([]provision.Cell, error) {
 		return nil, fmt.Errorf("--config %s: no cells", path)
 	}
 	return cells, nil
+}
+
+// cellURLs joins a cell's node URLs (nats_url, possibly comma-separated,
+// and nats_urls) into the comma-separated list NATS clients take; each
+// must be a nats:// or tls:// URL with a host and port, and none may
+// repeat.
+func cellURLs(one string, many []string) (string, error) {
+	var all []string
+	for _, u := range append(strings.Split(one, ","), many...) {
+		if u = strings.TrimSpace(u); u != "" {
+			all = append(all, u)
+		}
+	}
+	seen := map[string]bool{}
+	for _, u := range all {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "nats" && p.Scheme != "tls") || p.Hostname() == "" || p.Port() == "" {
+			return "", fmt.Errorf("nats url %q: want nats://host:port or tls://host:port", u)
+		}
+		if seen[u] {
+			return "", fmt.Errorf("nats url %q is listed twice", u)
+		}
+		seen[u] = true
+	}
+	return strings.Join(all, ","), nil
 }
 
 func runControlplane(args []string, stdout, stderr io.Writer) int {

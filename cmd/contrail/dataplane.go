@@ -349,6 +349,10 @@ type jetStream struct {
 // under the data dir (or jetstream.store_dir).
 func startJetStream(opts *config.Options, dataDir string, srv *server.Server, log *slog.Logger) (*jetStream, error) {
 	js := &jetStream{log: log}
+	var loadAcc func(string)
+	if srv.InOperatorMode() && clustered(opts) {
+		loadAcc = loadAccount(srv, log)
+	}
 	jsOpts := opts.JetStream
 	if jsOpts != nil && !jsOpts.Enabled {
 		log.Info("jetstream disabled by configuration")
@@ -384,14 +388,21 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 		MaxBufferedMsgs: jsOpts.MaxBufferedMsgs, MaxBufferedSize: jsOpts.MaxBufferedSize,
 		NodeMaxBufferedMsgs: jsOpts.NodeMaxBufferedMsgs, NodeMaxBufferedSize: jsOpts.NodeMaxBufferedSize,
 		Domain: jsOpts.Domain, ServerVersion: server.Version, ServerName: srv.Name(),
-		Log: log.With("component", "jetstream"), Clustered: clustered(opts),
+		Log: log.With("component", "jetstream"), Clustered: clustered(opts), LoadAccount: loadAcc,
 	})
 	if err != nil {
 		js.close()
 		return nil, err
 	}
 	if srv.InOperatorMode() {
-		srv.SetAccountHooks(&accountHooks{js: js.engine, log: log})
+		hooks := &accountHooks{js: js.engine, log: log}
+		if clustered(opts) && srv.SystemAccount() != nil {
+			if hooks.spread, err = startAccountSpread(srv, hooks, log.With("component", "accounts")); err != nil {
+				js.close()
+				return nil, err
+			}
+		}
+		srv.SetAccountHooks(hooks)
 	} else if err := js.engine.EnableAccount(srv.GlobalAccount()); err != nil {
 		js.close()
 		return nil, err

@@ -162,6 +162,17 @@ func TestCPHostileInput(t *testing.T) {
 			{`{"jetstream":[]}`, "limits.jetstream"},
 			{`{"jetstream":{"max_streams":1,"max_streams":2}}`, "limits.jetstream.max_streams"},
 			{`{"zzz":{}}`, "limits.zzz"},
+			{`{"jetstream":{"tiers":{}}}`, "limits.jetstream.tiers"},
+			{`{"jetstream":{"tiers":[]}}`, "limits.jetstream.tiers"},
+			{`{"jetstream":{"tiers":{"R2":{}}}}`, "limits.jetstream.tiers.R2"},
+			{`{"jetstream":{"tiers":{"r3":{}}}}`, "limits.jetstream.tiers.r3"},
+			{`{"jetstream":{"tiers":{"R3":{"max_memory":0,"max_storage":1,"max_streams":0,"max_consumers":1,"max_ack_pending":1,"max_stream_bytes":1}}}}`, "limits.jetstream.tiers.R3.max_streams"},
+			{`{"jetstream":{"tiers":{"R3":{"max_memory":0,"max_storage":-2,"max_streams":1,"max_consumers":1,"max_ack_pending":1,"max_stream_bytes":1}}}}`, "limits.jetstream.tiers.R3.max_storage"},
+			{`{"jetstream":{"tiers":{"R3":{"max_memory":0,"max_storage":1,"max_streams":1,"max_consumers":1,"max_ack_pending":1}}}}`, "limits.jetstream.tiers.R3.max_stream_bytes"},
+			{`{"jetstream":{"tiers":{"R1":{"max_memory":0,"max_storage":1,"max_streams":1,"max_consumers":1,"max_ack_pending":1,"max_stream_bytes":"1"}}}}`, "limits.jetstream.tiers.R1.max_stream_bytes"},
+			{`{"jetstream":{"tiers":{"R3":{"max_memory":0,"max_storage":1,"max_streams":1,"max_consumers":1,"max_ack_pending":1,"max_stream_bytes":1,"zzz":1}}}}`, "limits.jetstream.tiers.R3.zzz"},
+			{`{"jetstream":{"tiers":{"R3":{"max_memory":0,"max_storage":1e30,"max_streams":1,"max_consumers":1,"max_ack_pending":1,"max_stream_bytes":1}}}}`, "limits.jetstream.tiers.R3.max_storage"},
+			{`{"jetstream":{"tiers":{"R3":null,"R1":null}}}`, "limits.jetstream.tiers"},
 		} {
 			cases = append(cases, hostileCase{method: method, path: path, token: token, status: 400, field: c.field,
 				body: `{"name":"x","limits":` + c.limits + `}`})

@@ -114,6 +114,9 @@ func loadStoredAccounts(srv *server.Server, res *resolver.Resolver, log *slog.Lo
 type accountHooks struct {
 	js  *jetstream.Engine
 	log *slog.Logger
+	// spread, on a cluster, has the other nodes load each account this
+	// one registers; nil on a single node.
+	spread *accountSpread
 
 	mu         sync.Mutex
 	registered map[string]bool // guarded by mu
@@ -128,19 +131,33 @@ func (h *accountHooks) AccountReady(acc *server.Account) {
 	}
 	lim := accountJSLimits(ac)
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.registered == nil {
 		h.registered = map[string]bool{}
 	}
 	var err error
+	fresh := false
 	if h.registered[acc.Name()] {
 		err = h.js.UpdateAccount(acc.Name(), lim)
 	} else if err = h.js.RegisterAccount(acc, lim); err == nil {
 		h.registered[acc.Name()] = true
+		fresh = true
 	}
+	h.mu.Unlock()
 	if err != nil {
 		h.log.Error("jetstream limits for account", "account", acc.Name(), "err", err)
 	}
+	if fresh && h.spread != nil {
+		// Registered here first, then spread: a peer asking back finds
+		// it registered and answers at once.
+		h.spread.spread(acc.Name())
+	}
+}
+
+// isRegistered reports whether the account is registered with JetStream.
+func (h *accountHooks) isRegistered(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.registered[name]
 }
 
 // AccountGone stops JetStream in a deleted or expired account; its data

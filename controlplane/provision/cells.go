@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,9 +26,107 @@ var ErrUnknownCell = errors.New("unknown cell")
 var ErrRejected = errors.New("cell rejected the account jwt")
 
 // Cell is a data-plane cluster the control plane provisions accounts on.
+// NatsURL lists the cluster's nodes, comma-separated, as NATS clients take
+// them; one node's URL is enough (the others are learnt from it), several
+// keep the control plane connected while one node is down.
 type Cell struct {
 	Name    string `json:"name"`
 	NatsURL string `json:"nats_url"`
+}
+
+// multiRequester is a cell connection that gathers the answers of every
+// node of a clustered cell to one request.
+type multiRequester interface {
+	RequestAll(ctx context.Context, subject string, data []byte) ([]*nats.Msg, error)
+}
+
+// straggle is how long the other nodes' answers are awaited after the
+// first: every node answers a system request about an account for what
+// it holds, at about the same time.
+const straggle = 250 * time.Millisecond
+
+// natsCell is a real cell connection, made in the background: a node
+// admits the control plane's system user only after fetching the system
+// account from the control plane's own resolver, which serves once Open
+// has returned, so Dial cannot wait for the first attempt.
+type natsCell struct {
+	nc     atomic.Pointer[nats.Conn]
+	closed atomic.Bool
+}
+
+// set installs the connection nats.Connect returned.
+func (c *natsCell) set(nc *nats.Conn) {
+	c.nc.Store(nc)
+	if c.closed.Load() {
+		nc.Close() // closed while connecting
+	}
+}
+
+func (c *natsCell) IsConnected() bool {
+	nc := c.nc.Load()
+	return nc != nil && nc.IsConnected()
+}
+
+func (c *natsCell) RequestWithContext(ctx context.Context, subject string, data []byte) (*nats.Msg, error) {
+	nc := c.nc.Load()
+	if nc == nil {
+		return nil, nats.ErrConnectionReconnecting
+	}
+	return nc.RequestWithContext(ctx, subject, data)
+}
+
+func (c *natsCell) Close() {
+	c.closed.Store(true)
+	if nc := c.nc.Load(); nc != nil {
+		nc.Close()
+	}
+}
+
+// RequestAll sends one request and returns the answers of every node the
+// connection knows of (its configured and discovered servers), or those
+// that came before ctx ended or straggle passed after the first.
+func (c *natsCell) RequestAll(ctx context.Context, subject string, data []byte) ([]*nats.Msg, error) {
+	nc := c.nc.Load()
+	if nc == nil {
+		return nil, nats.ErrConnectionReconnecting
+	}
+	return requestAll(ctx, nc, subject, data)
+}
+
+func requestAll(ctx context.Context, c *nats.Conn, subject string, data []byte) ([]*nats.Msg, error) {
+	inbox := c.NewInbox()
+	sub, err := c.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := c.PublishRequest(subject, inbox, data); err != nil {
+		return nil, err
+	}
+	want := max(len(c.Servers()), 1)
+	var out []*nats.Msg
+	wait := ctx
+	for len(out) < want {
+		m, err := sub.NextMsgWithContext(wait)
+		if err != nil {
+			break
+		}
+		if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+			return nil, nats.ErrNoResponders
+		}
+		if out = append(out, m); len(out) == 1 {
+			var cancel context.CancelFunc
+			wait, cancel = context.WithTimeout(ctx, straggle)
+			defer cancel()
+		}
+	}
+	if len(out) == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, nats.ErrTimeout
+	}
+	return out, nil
 }
 
 // cellConn is the part of a NATS connection Cells uses; *nats.Conn is
@@ -47,19 +146,21 @@ type Cells struct {
 	timeout time.Duration
 }
 
-// Dial connects to every cell as the system user. onReconnect runs
-// whenever a connection to a cell is (re)established, so pushes that
-// failed can be retried at once.
+// Dial connects to every cell as the system user, in the background (see
+// natsCell). onReconnect runs whenever a connection to a cell is
+// (re)established, so pushes that failed can be retried at once.
 func Dial(cells []Cell, keys *Keys, onReconnect func(cell string), log *slog.Logger) (*Cells, error) {
 	token, kp, err := tenant.ParseCreds(keys.systemUser.Creds)
 	if err != nil {
 		return nil, err
 	}
 	c := &Cells{conns: map[string]cellConn{}, timeout: 2 * time.Second}
-	for _, cell := range cells {
-		cell := cell
+	connect := func(cell Cell, conn *natsCell) {
 		nc, err := nats.Connect(cell.NatsURL,
 			nats.Name("contrail-controlplane"),
+			// A cell that refuses the system user (its nodes cannot reach
+			// this resolver yet) is retried like one that is down.
+			nats.IgnoreAuthErrorAbort(),
 			nats.UserJWT(func() (string, error) { return token, nil }, kp.Sign),
 			nats.RetryOnFailedConnect(true),
 			nats.MaxReconnects(-1),
@@ -79,11 +180,16 @@ func Dial(cells []Cell, keys *Keys, onReconnect func(cell string), log *slog.Log
 			}),
 		)
 		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("cell %s (%s): %w", cell.Name, cell.NatsURL, err)
+			log.Error("cell connection not made", "cell", cell.Name, "url", cell.NatsURL, "err", err)
+			return
 		}
-		c.conns[cell.Name] = nc
+		conn.set(nc)
+	}
+	for _, cell := range cells {
+		conn := &natsCell{}
+		c.conns[cell.Name] = conn
 		c.names = append(c.names, cell.Name)
+		go connect(cell, conn)
 	}
 	sort.Strings(c.names)
 	return c, nil
@@ -117,6 +223,37 @@ func (c *Cells) request(ctx context.Context, cell, subject string, body []byte) 
 	return msg.Data, nil
 }
 
+// requestAll sends a system request to every node of cell and returns
+// their answers (one from a connection that cannot gather several).
+func (c *Cells) requestAll(ctx context.Context, cell, subject string, body []byte) ([][]byte, error) {
+	nc, ok := c.conns[cell]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownCell, cell)
+	}
+	mr, ok := nc.(multiRequester)
+	if !ok {
+		data, err := c.request(ctx, cell, subject, body)
+		if err != nil {
+			return nil, err
+		}
+		return [][]byte{data}, nil
+	}
+	if !nc.IsConnected() {
+		return nil, fmt.Errorf("%w: %s: not connected", ErrCellUnavailable, cell)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	msgs, err := mr.RequestAll(ctx, subject, body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %s: %v", ErrCellUnavailable, cell, subject, err)
+	}
+	out := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Data
+	}
+	return out, nil
+}
+
 // apiError is the error half of nats-server's system API replies.
 type apiError struct {
 	Account     string `json:"account,omitempty"`
@@ -125,27 +262,31 @@ type apiError struct {
 }
 
 // Push sends an account JWT to its cell on
-// $SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE and checks the reply.
+// $SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE and checks the replies: every node
+// of a clustered cell installs the JWT and answers, and each answer must
+// be a success.
 func (c *Cells) Push(ctx context.Context, cell, pub, jwt string) error {
-	data, err := c.request(ctx, cell, "$SYS.REQ.ACCOUNT."+pub+".CLAIMS.UPDATE", []byte(jwt))
+	replies, err := c.requestAll(ctx, cell, "$SYS.REQ.ACCOUNT."+pub+".CLAIMS.UPDATE", []byte(jwt))
 	if err != nil {
 		return err
 	}
-	var reply struct {
-		Data *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"data"`
-		Error *apiError `json:"error"`
-	}
-	if err := json.Unmarshal(data, &reply); err != nil {
-		return fmt.Errorf("%w: %s: unreadable reply %q", ErrRejected, cell, data)
-	}
-	if reply.Error != nil {
-		return fmt.Errorf("%w: %s: %d %s", ErrRejected, cell, reply.Error.Code, reply.Error.Description)
-	}
-	if reply.Data == nil || reply.Data.Code != 200 {
-		return fmt.Errorf("%w: %s: reply %q", ErrRejected, cell, data)
+	for _, data := range replies {
+		var reply struct {
+			Data *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"data"`
+			Error *apiError `json:"error"`
+		}
+		if err := json.Unmarshal(data, &reply); err != nil {
+			return fmt.Errorf("%w: %s: unreadable reply %q", ErrRejected, cell, data)
+		}
+		if reply.Error != nil {
+			return fmt.Errorf("%w: %s: %d %s", ErrRejected, cell, reply.Error.Code, reply.Error.Description)
+		}
+		if reply.Data == nil || reply.Data.Code != 200 {
+			return fmt.Errorf("%w: %s: reply %q", ErrRejected, cell, data)
+		}
 	}
 	return nil
 }

@@ -96,6 +96,11 @@ func (e *Engine) RegisterAccount(acc Account, lim *AccountLimits) error {
 		return fmt.Errorf("jetstream: account %q api: %w", name, err)
 	}
 	e.log.Debug("jetstream account registered", "account", name, "enabled", lim.Enabled())
+	if e.cl != nil {
+		// What waited for it runs now, off the caller's goroutine: a
+		// create waits for its partition's quorum.
+		go e.cl.accountRegistered(a)
+	}
 	return nil
 }
 
@@ -639,6 +644,9 @@ func (a *jsAccount) accountUsages() []streamUsage {
 // limits.
 func (a *jsAccount) accountInfoBody() *api.AccountInfo {
 	usages := a.accountUsages()
+	if c := a.e.cl; c != nil && c.r != nil {
+		usages = c.accountUsages(a) // the meta leader answers for the cluster
+	}
 	info := &api.AccountInfo{
 		Tier:   tierTotals(usages, ""),
 		Domain: a.e.opts.Domain,

@@ -132,6 +132,8 @@ type clusterState struct {
 		// assign ids and check names.
 		metaReady bool // guarded by mu
 	}
+	// accts holds what waits for accounts not registered here.
+	accts accountWaits
 	// proposeMu serialises meta proposals on the meta leader: each is
 	// checked against the catalog its predecessor left.
 	proposeMu sync.Mutex
@@ -169,6 +171,7 @@ func (e *Engine) StartCluster(r Replication) error {
 		}()
 	}
 	c.lead.Store(&lead)
+	c.loadCatalogAccounts()
 	// A change raft reported before the channels existed was dropped;
 	// the current state stands in for it.
 	for g := range lead {
@@ -288,6 +291,11 @@ func (c *clusterState) take(g uint16) bool {
 		have[s.id] = true
 	}
 	e.adopt(streams)
+	for _, s := range streams {
+		if e.account(s.account) == nil {
+			c.needAccount(s.account, nil) // held until it registers
+		}
+	}
 	// Only now is the partition served here: a request for one of its
 	// streams must find the stream loaded.
 	c.mu.Lock()
@@ -301,7 +309,7 @@ func (c *clusterState) take(g uint16) bool {
 		}
 	}
 	for _, ent := range deferred {
-		c.runEntry(ent)
+		c.serveEntry(ent)
 	}
 	e.log.Info("jetstream partition led here", "group", g, "streams", len(streams))
 	return true

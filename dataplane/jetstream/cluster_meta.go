@@ -119,6 +119,20 @@ func (m *metaCatalog) streams(account string) []*assignment {
 	return out
 }
 
+// accountNames lists the accounts with streams in the catalog.
+func (m *metaCatalog) accountNames() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.accounts))
+	for name, streams := range m.accounts {
+		if len(streams) > 0 {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // inGroup lists the assignments whose data group g carries.
 func (m *metaCatalog) inGroup(g uint16) []*assignment {
 	m.mu.Lock()
@@ -247,10 +261,15 @@ func (f *metaFSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	f.c.catalog.replace(cat)
+	f.c.loadCatalogAccounts()
 	return nil
 }
 
-// applyMeta brings this node in line with one applied meta entry.
+// applyMeta brings this node in line with one applied meta entry. An
+// entry for a stream held here, of an account not registered here (or
+// with entries already waiting), waits for the account (see
+// cluster_accounts.go); every node asks for the accounts the catalog
+// names, so any of them can lead their streams later.
 func (c *clusterState) applyMeta(ent *metaEntry) {
 	asg := ent.Asg
 	switch ent.Op {
@@ -259,10 +278,10 @@ func (c *clusterState) applyMeta(ent *metaEntry) {
 	case metaDelete:
 		c.catalog.remove(asg.Account, asg.Name)
 	}
-	if c.deferEntry(ent) || !c.holds(asg) {
+	if c.deferEntry(ent) {
 		return
 	}
-	c.runEntry(ent)
+	c.serveEntry(ent)
 }
 
 // maxDeferred bounds the meta entries one partition keeps for its
@@ -270,8 +289,8 @@ func (c *clusterState) applyMeta(ent *metaEntry) {
 // clients retry), as when no node leads the partition.
 const maxDeferred = 1024
 
-// deferEntry keeps ent for the partition's loading if this node is becoming
-// its leader (raft leader, streams not yet loaded), and says so.
+// deferEntry keeps ent for the partition's loading if this node is
+// becoming its leader (raft leader, streams not yet loaded), and says so.
 func (c *clusterState) deferEntry(ent *metaEntry) bool {
 	g := ent.Asg.group()
 	if g == 0 {
@@ -286,28 +305,22 @@ func (c *clusterState) deferEntry(ent *metaEntry) bool {
 	return true
 }
 
-// runEntry runs an applied meta entry's request on this node, which holds
-// its stream: the create, update or delete handler answers the client.
-// An entry without a request (none to answer) only creates the stream.
-func (c *clusterState) runEntry(ent *metaEntry) {
+// serveEntry runs an applied meta entry on this node if it holds the
+// entry's stream, once the stream's account is registered here.
+func (c *clusterState) serveEntry(ent *metaEntry) {
 	asg := ent.Asg
 	a := c.e.account(asg.Account)
-	if a == nil {
-		if ent.Op == metaCreate {
-			c.e.log.Warn("jetstream: stream assigned here for an account not loaded", "account", asg.Account, "stream", asg.Name)
+	if !c.holds(asg) {
+		if a == nil && ent.Op != metaDelete {
+			c.needAccount(asg.Account, nil)
 		}
 		return
 	}
-	req := apiRequest{a: a, subject: ent.Subject, reply: ent.Reply, body: ent.Body, asg: asg}
-	if ent.Subject == "" {
-		if ent.Op == metaCreate {
-			c.materialize(asg)
-		}
+	if a == nil || c.hasWaiting(asg.Account) {
+		c.needAccount(asg.Account, ent) // runs behind those waiting
 		return
 	}
-	if !c.e.apiSched.submit(&a.lane, req, true) {
-		a.reply(req.reply, &api.Response{Type: api.TypeSystemOverloaded, Error: api.NewInsufficientResourcesError()})
-	}
+	c.runEntry(a, ent)
 }
 
 // holds reports whether this node serves asg's stream now: it leads the
@@ -321,10 +334,12 @@ func (c *clusterState) holds(asg *assignment) bool {
 
 // materialize creates an assigned stream that its partition or owner does
 // not hold yet (its create entry was applied while no leader loaded the
-// partition), with nobody to answer.
+// partition), with nobody to answer. Of an account not registered here it
+// waits for the account.
 func (c *clusterState) materialize(asg *assignment) {
 	a := c.e.account(asg.Account)
 	if a == nil {
+		c.needAccount(asg.Account, &metaEntry{Op: metaCreate, Asg: asg})
 		return
 	}
 	if _, aerr := a.createStream(asg.Config, asg); aerr != nil && !isFateUnknown(aerr) && !isNotAppended(aerr) {
@@ -372,7 +387,7 @@ func (a *jsAccount) metaServe(req apiRequest, op, name string) {
 			ent.Op, ent.Asg = metaRequest, have
 			break
 		}
-		if aerr := c.checkCreate(acct, cfg); aerr != nil {
+		if aerr := c.checkCreate(a, cfg); aerr != nil {
 			a.reply(req.reply, streamErr(typ, aerr))
 			return
 		}
@@ -402,6 +417,10 @@ func (a *jsAccount) metaServe(req apiRequest, op, name string) {
 		}
 		if c.overlaps(acct, name, next.Subjects) {
 			a.reply(req.reply, streamErr(typ, api.NewStreamSubjectOverlapError()))
+			return
+		}
+		if aerr := c.checkTierLimits(a, next, have); aerr != nil {
+			a.reply(req.reply, streamErr(typ, aerr))
 			return
 		}
 		upd := *have
@@ -434,7 +453,8 @@ var metaReplyTypes = map[string]string{
 }
 
 // checkCreate runs a new stream's catalog-wide checks.
-func (c *clusterState) checkCreate(account string, cfg *api.StreamConfig) *api.Error {
+func (c *clusterState) checkCreate(a *jsAccount, cfg *api.StreamConfig) *api.Error {
+	account := a.acc.Name()
 	if cfg.Replicas > len(c.r.Peers()) {
 		return api.NewClusterNoPeersError(fmt.Errorf("no suitable peers for placement"))
 	}
@@ -444,7 +464,7 @@ func (c *clusterState) checkCreate(account string, cfg *api.StreamConfig) *api.E
 	if c.overlaps(account, cfg.Name, cfg.Subjects) {
 		return api.NewStreamSubjectOverlapError()
 	}
-	return nil
+	return c.checkTierLimits(a, cfg, nil)
 }
 
 // overlaps reports whether subjects overlap another stream of the account

@@ -69,6 +69,13 @@ type Options struct {
 	// created through the meta group and replicated ones live in
 	// partitions (StartCluster connects the raft groups).
 	Clustered bool
+	// LoadAccount, on a clustered node in operator mode, asks the server
+	// to load the named account, which registers it (RegisterAccount)
+	// once loaded. The engine calls it, off raft's goroutines, for
+	// accounts whose streams it must serve but that no client, claim
+	// update or stored JWT brought here; it may block. Nil: accounts
+	// arrive only as the server loads them.
+	LoadAccount func(name string)
 	// Domain is the JetStream domain; API subjects are then also served
 	// under $JS.<domain>.API.
 	Domain string

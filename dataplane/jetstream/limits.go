@@ -185,17 +185,28 @@ func (l *usageLedger) add(replicas int, st api.StorageType, delta int64) {
 }
 
 // total is what a tier has committed of storage type st; the "" tier sums
-// every replica count.
+// every replica count, each replica's copy counted (replicaFactor).
 func (l *usageLedger) total(tier string, st api.StorageType) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var n int64
 	for k, v := range l.committed {
 		if k.storage == st && inTier(tier, k.replicas) {
-			n += v
+			n += v * replicaFactor(tier, k.replicas)
 		}
 	}
 	return n
+}
+
+// replicaFactor is how many times a stream's bytes count against tier,
+// as nats-server counts them: untiered limits are flat, so every replica
+// of a replicated stream counts; a tier of its own ("R3") is sized for
+// the replication already, so the stream counts once.
+func replicaFactor(tier string, replicas int) int64 {
+	if tier == "" && replicas > 1 {
+		return int64(replicas)
+	}
+	return 1
 }
 
 // ledgerFor returns the ledger of an account by name, creating it: one
@@ -260,7 +271,8 @@ func (a *jsAccount) checkCommitment(tier string, tl api.AccountLimits, cfg *api.
 			return nil
 		}
 	}
-	if a.ledger.total(tier, cfg.Storage)-have+want > capacity {
+	f := replicaFactor(tier, cfg.Replicas)
+	if a.ledger.total(tier, cfg.Storage)-have*f+want*f > capacity {
 		return resourcesExceeded(cfg.Storage)
 	}
 	return nil
@@ -308,7 +320,7 @@ func (s *stream) checkMsgRoomLocked(a *jsAccount, size uint64) *api.Error {
 		}
 		return nil
 	}
-	if capacity >= 0 && a.ledger.total(tier, cfg.Storage)+int64(size) > capacity {
+	if capacity >= 0 && a.ledger.total(tier, cfg.Storage)+int64(size)*replicaFactor(tier, cfg.Replicas) > capacity {
 		return api.NewAccountResourcesExceededError()
 	}
 	if ceiling := streamBytesCap(tl, cfg.Storage); ceiling > 0 && s.mu.state.Bytes+size > uint64(ceiling) {

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/server"
+)
+
+// Accounts across a cluster in operator mode. A request of an account
+// reaches only the nodes that have the account loaded (routes carry
+// interest per account, and a node without the account has none), so
+// the meta leader and the node leading a stream must have it even when
+// none of the account's clients is connected to them. Two things see to
+// it:
+//
+//   - the engine asks for every account its catalog names, and for the
+//     accounts of the streams it must serve (jetstream Options.LoadAccount,
+//     wired to loadAccount);
+//   - when a node registers an account for the first time, it asks every
+//     node it has a route to to load it too, and waits (boundedly) for
+//     their answers before the load that brought it (a client's CONNECT)
+//     returns, so the client's first API request finds the account on
+//     every node.
+
+// Subjects of the load requests, in the system account. They are the
+// cluster's own: nats-server has no counterpart.
+const (
+	subjAccountLoad      = "$CONTRAIL.ACCOUNT.%s.LOAD" // %s: the account key
+	subjAccountLoadAny   = "$CONTRAIL.ACCOUNT.*.LOAD"
+	subjAccountLoadReply = "$CONTRAIL.ACCOUNT.LOADED." // + node + "." + request id
+)
+
+// spreadTimeout bounds the wait for the other nodes to load an account.
+const spreadTimeout = 2 * time.Second
+
+// loadAccount is the engine's LoadAccount hook: the server loads the
+// account through its resolver, which ends in AccountReady and so in
+// RegisterAccount.
+func loadAccount(srv *server.Server, log *slog.Logger) func(string) {
+	return func(name string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := srv.LookupAccount(ctx, name); err != nil {
+			log.Warn("account needed by jetstream not loaded", "account", name, "err", err)
+		}
+	}
+}
+
+// accountSpread asks the other nodes to load the accounts this node
+// loads, and loads those they ask for.
+type accountSpread struct {
+	srv   *server.Server
+	sys   *server.Account
+	hooks *accountHooks
+	log   *slog.Logger
+	seq   atomic.Uint64
+
+	mu struct {
+		sync.Mutex
+		// waits holds, by request id, the channel each answer is sent
+		// on. Guarded by mu.
+		waits map[string]chan struct{}
+		// onBehalf counts, by account, the loads run at another node's
+		// request: those are not spread again. Guarded by mu.
+		onBehalf map[string]int
+	}
+}
+
+// startAccountSpread subscribes the load service and its replies in the
+// system account.
+func startAccountSpread(srv *server.Server, hooks *accountHooks, log *slog.Logger) (*accountSpread, error) {
+	sp := &accountSpread{srv: srv, sys: srv.SystemAccount(), hooks: hooks, log: log}
+	sp.mu.waits = map[string]chan struct{}{}
+	sp.mu.onBehalf = map[string]int{}
+	if _, err := sp.sys.SubscribeInternal(subjAccountLoadAny, sp.onLoad); err != nil {
+		return nil, err
+	}
+	if _, err := sp.sys.SubscribeInternal(subjAccountLoadReply+srv.Name()+".*", sp.onReply); err != nil {
+		return nil, err
+	}
+	return sp, nil
+}
+
+// onLoad serves a peer's request to load an account.
+func (sp *accountSpread) onLoad(subject, reply, _, _ []byte) {
+	parts := strings.Split(string(subject), ".")
+	if len(parts) != 4 {
+		return
+	}
+	name, to := parts[2], string(reply)
+	go func() {
+		if !sp.hooks.isRegistered(name) {
+			sp.mu.Lock()
+			sp.mu.onBehalf[name]++
+			sp.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), spreadTimeout)
+			if _, err := sp.srv.LookupAccount(ctx, name); err != nil {
+				sp.log.Warn("account a peer loaded not loaded here", "account", name, "err", err)
+			}
+			cancel()
+			sp.mu.Lock()
+			if sp.mu.onBehalf[name]--; sp.mu.onBehalf[name] <= 0 {
+				delete(sp.mu.onBehalf, name)
+			}
+			sp.mu.Unlock()
+		}
+		if to != "" {
+			sp.sys.Publish(to, "", nil, nil)
+		}
+	}()
+}
+
+// onReply counts a peer's answer to one of this node's load requests.
+func (sp *accountSpread) onReply(subject, _, _, _ []byte) {
+	id := subject[bytes.LastIndexByte(subject, '.')+1:]
+	sp.mu.Lock()
+	ch := sp.mu.waits[string(id)]
+	sp.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// spread asks every node with a route to this one to load the account,
+// and waits until each has answered or spreadTimeout passed. A load made
+// at a peer's request is not spread again: the peer asked everyone.
+func (sp *accountSpread) spread(name string) {
+	sp.mu.Lock()
+	behalf := sp.mu.onBehalf[name] > 0
+	sp.mu.Unlock()
+	peers := len(sp.srv.Routes())
+	if behalf || peers == 0 || name == sp.sys.Name() {
+		return
+	}
+	id := strconv.FormatUint(sp.seq.Add(1), 10)
+	ch := make(chan struct{}, peers)
+	sp.mu.Lock()
+	sp.mu.waits[id] = ch
+	sp.mu.Unlock()
+	defer func() {
+		sp.mu.Lock()
+		delete(sp.mu.waits, id)
+		sp.mu.Unlock()
+	}()
+	sp.sys.Publish(strings.Replace(subjAccountLoad, "%s", name, 1), subjAccountLoadReply+sp.srv.Name()+"."+id, nil, nil)
+	timer := time.NewTimer(spreadTimeout)
+	defer timer.Stop()
+	for got := 0; got < peers; got++ {
+		select {
+		case <-ch:
+		case <-timer.C:
+			sp.log.Warn("peers did not confirm loading an account in time", "account", name, "answers", got, "peers", peers)
+			return
+		}
+	}
+}
