@@ -201,26 +201,41 @@ func TestRestartCatchesUp(t *testing.T) {
 	}
 }
 
-// A fresh cluster bootstraps only when every peer has answered that it
-// has no state: two of three fresh nodes wait.
-func TestBootstrapNeedsEveryPeer(t *testing.T) {
+// The cluster forms once a majority is up: one node alone never
+// bootstraps; a second makes a quorum and the groups elect leaders; the
+// third, started later, finds the others' state and joins as a new
+// incarnation that becomes a voter once caught up.
+func TestClusterFormsWithMajority(t *testing.T) {
 	c := newTestCluster(t, three...)
 	c.start("n1")
-	c.start("n2")
-	waitFor(t, 10*time.Second, "three discovery rounds on both nodes", func() bool {
-		return c.node("n1").rounds.Load() >= 3 && c.node("n2").rounds.Load() >= 3
+	waitFor(t, 10*time.Second, "three discovery rounds alone", func() bool {
+		return c.node("n1").rounds.Load() >= 3
 	})
-	for _, name := range []string{"n1", "n2"} {
-		for _, g := range c.node(name).Groups() {
-			select {
-			case <-g.Ready():
-				t.Fatalf("%s group %d started without n3's answer", name, g.ID())
-			default:
-			}
+	for _, g := range c.node("n1").Groups() {
+		select {
+		case <-g.Ready():
+			t.Fatalf("group %d started on one node of three", g.ID())
+		default:
 		}
 	}
-	c.start("n3")
+	c.start("n2")
 	c.waitLeaders(20 * time.Second)
+	c.apply(1, "before-n3")
+	c.start("n3")
+	waitFor(t, 20*time.Second, "n3 a voter in every group", func() bool {
+		for _, g := range c.node("n3").Groups() {
+			select {
+			case <-g.Ready():
+			default:
+				return false
+			}
+			if g.Repairing() {
+				return false
+			}
+		}
+		return true
+	})
+	c.apply(1, "after-n3")
 }
 
 // A planned shutdown hands the node's leaderships over before it stops,

@@ -14,15 +14,21 @@ import (
 //   - if any peer's log for it goes beyond the bootstrap configuration,
 //     the cluster exists and this node lost the group (or never had it):
 //     it rejoins as a new incarnation, in repair, and never bootstraps;
-//   - if every peer answers, and none has more than the bootstrap
-//     configuration, nothing was ever committed beyond it: the group is
+//   - if a majority of the members (this node included) answers, and none
+//     has more than the bootstrap configuration, nothing was committed
+//     beyond it on a quorum that could still be missing: the group is
 //     bootstrapped with the --peers configuration (the same one the
-//     peers that went first hold);
-//   - otherwise (some peer silent, none beyond bootstrap) it asks again.
+//     peers that went first hold), so the cluster forms once a majority
+//     is up; a member that starts later finds the others' state and
+//     joins as a new incarnation;
+//   - otherwise (too few answers, none beyond bootstrap) it asks again.
 //
-// Bootstrap needs every peer's answer, not a majority's: with one node
-// silent, a majority without state may be one fresh node plus one that
-// lost its state, while the silent one holds the cluster's log.
+// The one hazard a majority leaves: while one member is down, the two
+// that answer "nothing" could be a fresh node and one that lost its
+// state, with the cluster's log on the silent one. That takes two faults
+// at once (a wiped node, and the cluster's only other survivor down) during
+// which the operator restarts the wiped node; once every member has state,
+// a wiped node always finds a peer that has it, and rejoins.
 
 // stateLevel is how much state a node has for a group.
 type stateLevel int
@@ -73,7 +79,9 @@ func (g *Group) state() stateLevel {
 func (n *Node) discover(pending []*Group) {
 	defer n.wg.Done()
 	for {
-		answers, all := n.askStates()
+		answers, _ := n.askStates()
+		// This node and those that answered: enough to form a quorum?
+		majority := 1+countAnswered(answers) > len(n.cfg.Peers)/2
 		n.rounds.Add(1)
 		var left []*Group
 		for _, g := range pending {
@@ -85,7 +93,7 @@ func (n *Node) discover(pending []*Group) {
 			switch {
 			case peerState == stateInUse:
 				err = g.startRejoin()
-			case all:
+			case majority:
 				err = g.startBootstrap()
 			default:
 				left = append(left, g)
@@ -104,6 +112,17 @@ func (n *Node) discover(pending []*Group) {
 			return
 		}
 	}
+}
+
+// countAnswered counts the peers whose discovery answer arrived.
+func countAnswered(answers [][]stateLevel) int {
+	n := 0
+	for _, st := range answers {
+		if st != nil {
+			n++
+		}
+	}
+	return n
 }
 
 func (g *Group) startBootstrap() error {
