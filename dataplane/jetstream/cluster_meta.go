@@ -458,9 +458,6 @@ func (c *clusterState) checkCreate(a *jsAccount, cfg *api.StreamConfig) *api.Err
 	if cfg.Replicas > len(c.r.Peers()) {
 		return api.NewClusterNoPeersError(fmt.Errorf("no suitable peers for placement"))
 	}
-	if cfg.Replicas > 1 && cfg.Storage == api.MemoryStorage {
-		return api.NewClusterNoPeersError(fmt.Errorf("replicated memory streams are not supported yet"))
-	}
 	if c.overlaps(account, cfg.Name, cfg.Subjects) {
 		return api.NewStreamSubjectOverlapError()
 	}

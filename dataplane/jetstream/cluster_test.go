@@ -291,11 +291,21 @@ func leaderOf(nodes []*testNode, g uint16) *testNode {
 // replica holds byte-identical records, stops the leader and keeps
 // publishing on the new one without losing or reusing a sequence.
 func TestClusterReplicatesAndFailsOver(t *testing.T) {
+	for _, storage := range []api.StorageType{api.FileStorage, api.MemoryStorage} {
+		t.Run(storage.String(), func(t *testing.T) { testReplicatesAndFailsOver(t, storage) })
+	}
+}
+
+// testReplicatesAndFailsOver is TestClusterReplicatesAndFailsOver for one
+// storage type. A replicated memory stream lives in its partition like a
+// file one (replicated, and so on every member's disk); its usage counts
+// against memory limits.
+func testReplicatesAndFailsOver(t *testing.T, storage api.StorageType) {
 	acc := newFakeAccount("A")
 	nodes := startTestCluster(t, 3, 2, acc)
 	waitClusterReady(t, nodes)
 	var resp api.StreamCreateResponse
-	acc.apiCall(t, "$JS.API.STREAM.CREATE.ORDERS", api.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}, &resp)
+	acc.apiCall(t, "$JS.API.STREAM.CREATE.ORDERS", api.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, Storage: storage}, &resp)
 	if resp.Error != nil {
 		t.Fatalf("create: %v", resp.Error)
 	}
