@@ -112,6 +112,9 @@ type clusterState struct {
 		// entry committed before it became leader, so its catalog can
 		// assign ids and check names.
 		metaReady bool // guarded by mu
+		// since holds, for each group this node leads (meta included),
+		// when its leadership began: the cluster block's leader_since.
+		since map[uint16]time.Time // guarded by mu
 	}
 	// proposeMu serialises meta proposals on the meta leader: each is
 	// checked against the catalog its predecessor left.
@@ -126,6 +129,7 @@ type clusterState struct {
 func newClusterState(e *Engine) *clusterState {
 	c := &clusterState{e: e, catalog: newMetaCatalog(), quit: make(chan struct{})}
 	c.mu.parts = map[uint16]*applier{}
+	c.mu.since = map[uint16]time.Time{}
 	return c
 }
 
@@ -200,6 +204,9 @@ func (c *clusterState) leadLoop(g uint16, ch chan bool) {
 			}
 			if g == 0 {
 				leading = want && c.takeMeta()
+				if !leading {
+					c.ledSince(0, time.Time{})
+				}
 				continue
 			}
 			if want {
@@ -222,6 +229,7 @@ func (c *clusterState) takeMeta() bool {
 	}
 	c.mu.Lock()
 	c.mu.metaReady = grp.IsLeader()
+	c.mu.since[0] = time.Now()
 	c.mu.Unlock()
 	return true
 }
@@ -275,6 +283,7 @@ func (c *clusterState) take(g uint16) bool {
 			c.materialize(asg)
 		}
 	}
+	c.ledSince(g, time.Now())
 	e.log.Info("jetstream partition led here", "group", g, "streams", len(streams))
 	return true
 }
@@ -288,6 +297,7 @@ func (c *clusterState) release(g uint16) {
 	c.mu.Lock()
 	ap := c.mu.parts[g]
 	delete(c.mu.parts, g)
+	delete(c.mu.since, g)
 	c.mu.Unlock()
 	if ap == nil {
 		return
@@ -321,13 +331,8 @@ func (c *clusterState) clusterInfo(id uint64) *api.ClusterInfo {
 	if g == 0 {
 		return &api.ClusterInfo{Name: c.r.ClusterName(), Leader: c.r.NodeID()}
 	}
-	grp := c.r.Group(g)
-	ci := &api.ClusterInfo{Name: c.r.ClusterName(), RaftGroup: fmt.Sprintf("P%d", g), Leader: grp.Leader()}
-	for _, rp := range grp.Replicas() {
-		ci.Replicas = append(ci.Replicas, &api.PeerInfo{Name: rp.Name, Current: rp.Current, Offline: rp.Offline,
-			Active: rp.Active, Lag: rp.Lag, Peer: peerHash(rp.Name)})
-	}
-	return ci
+	return &api.ClusterInfo{Name: c.r.ClusterName(), RaftGroup: fmt.Sprintf("P%d", g), Leader: c.r.Group(g).Leader(),
+		LeaderSince: c.leaderSince(g), Replicas: c.clusterPeers(g)}
 }
 
 // replicate is the commit step of a partition's applier: the group's

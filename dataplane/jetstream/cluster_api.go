@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"strings"
+	"time"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
 )
@@ -18,8 +19,11 @@ import (
 //     leader, or the R1 stream's owner); a stream the catalog does not
 //     know is answered (not found) by the meta leader.
 //
-// The others stay silent. With no leader nobody answers, and the client's
-// timeout says so, as nats-server's clients see it.
+// The others stay silent. With no leader to answer (none known for the
+// meta group, or for the partition of a stream the catalog knows), a node
+// says 10008 after errRespDelay, as nats-server does; a client with a
+// shorter timeout hears nothing. Never a definite answer from a node that
+// does not know: a stream the catalog holds is never "not found".
 
 // metaOps are the operations decided by the meta leader.
 var metaOps = map[string]bool{"STREAM.CREATE": true, "STREAM.UPDATE": true, "STREAM.DELETE": true}
@@ -27,9 +31,14 @@ var metaOps = map[string]bool{"STREAM.CREATE": true, "STREAM.UPDATE": true, "STR
 // catalogReads are answered by the meta leader from the catalog.
 var catalogReads = map[string]bool{"INFO": true, "STREAM.NAMES": true, "STREAM.LIST": true}
 
+// errRespDelay is how long a node waits before saying there is no leader,
+// as nats-server's errRespDelay: a leader elected meanwhile answers first.
+const errRespDelay = 500 * time.Millisecond
+
 // clusterAdmit decides whether this node answers the request on subject;
-// meta operations it accepts are marked for the meta path.
-func (a *jsAccount) clusterAdmit(subject string) (answer, meta bool) {
+// meta operations it accepts are marked for the meta path. A request
+// nobody can answer for want of a leader gets 10008 on reply, later.
+func (a *jsAccount) clusterAdmit(subject, reply string) (answer, meta bool) {
 	c := a.e.cl
 	if c.r == nil {
 		return false, false
@@ -39,27 +48,56 @@ func (a *jsAccount) clusterAdmit(subject string) (answer, meta bool) {
 		return c.metaLeader(), false
 	}
 	op := a.apiOpName(subject)
+	r, name, routed := routeOf(op)
 	route, rest := op, ""
-	if _, name, ok := routeOf(op); ok {
+	if routed {
 		route = strings.TrimSuffix(op[:len(op)-len(name)], ".")
 		rest = name
-	} else if rest, ok = strings.CutPrefix(op, "DIRECT.GET."); ok {
+	} else if rest, routed = strings.CutPrefix(op, "DIRECT.GET."); routed {
 		route = "DIRECT.GET"
+	}
+	leaderless := func(g uint16) bool {
+		if c.r.Group(g).Leader() == "" && r.fail != nil {
+			a.replyLeaderless(reply, r)
+		}
+		return false
 	}
 	switch {
 	case metaOps[route]:
-		return c.metaLeader(), true
+		if c.metaLeader() {
+			return true, true
+		}
+		return leaderless(0), false
 	case catalogReads[route]:
-		return c.metaLeader(), false
+		if c.metaLeader() {
+			return true, false
+		}
+		return leaderless(0), false
 	}
-	name, _, _ := strings.Cut(rest, ".")
-	if name != "" && a.lookup(name) != nil {
+	stream, _, _ := strings.Cut(rest, ".")
+	if stream != "" && a.lookup(stream) != nil {
 		return true, false
 	}
-	if name != "" && c.catalog.lookup(a.acc.Name(), name) != nil {
-		return false, false
+	if stream != "" {
+		if asg := c.catalog.lookup(a.acc.Name(), stream); asg != nil {
+			if g := asg.group(); g != 0 {
+				return leaderless(g), false
+			}
+			return false, false
+		}
 	}
-	return c.metaLeader(), false
+	if c.metaLeader() {
+		return true, false
+	}
+	return leaderless(0), false
+}
+
+// replyLeaderless answers 10008 in r's reply shape after errRespDelay.
+func (a *jsAccount) replyLeaderless(reply string, r apiRoute) {
+	if reply == "" {
+		return
+	}
+	time.AfterFunc(errRespDelay, func() { a.reply(reply, r.fail(api.NewClusterNotAvailableError())) })
 }
 
 // catalogNames lists an account's streams from the catalog, optionally
