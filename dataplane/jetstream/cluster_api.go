@@ -31,6 +31,10 @@ var metaOps = map[string]bool{"STREAM.CREATE": true, "STREAM.UPDATE": true, "STR
 // catalogReads are answered by the meta leader from the catalog.
 var catalogReads = map[string]bool{"INFO": true, "STREAM.NAMES": true, "STREAM.LIST": true}
 
+// systemOps are served in the system account only: an account's request
+// for them goes unanswered, as on nats-server.
+var systemOps = map[string]bool{"META.LEADER.STEPDOWN": true, "SERVER.REMOVE": true}
+
 // errRespDelay is how long a node waits before saying there is no leader,
 // as nats-server's errRespDelay: a leader elected meanwhile answers first.
 const errRespDelay = 500 * time.Millisecond
@@ -43,11 +47,14 @@ func (a *jsAccount) clusterAdmit(subject, reply string) (answer, meta bool) {
 	if c.r == nil {
 		return false, false
 	}
+	op := a.apiOpName(subject)
+	if systemOps[op] {
+		return false, false // served by cluster_sys.go in the system account only
+	}
 	if !a.enabled.Load() {
 		// Nothing of the account runs anywhere: one node says so.
 		return c.metaLeader(), false
 	}
-	op := a.apiOpName(subject)
 	r, name, routed := routeOf(op)
 	route, rest := op, ""
 	if routed {

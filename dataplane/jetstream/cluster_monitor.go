@@ -134,14 +134,25 @@ func (c *clusterState) groupHealth(g uint16) error {
 	return nil
 }
 
+// applyGrace is how long caughtUp gives a node to apply what it knew
+// committed when asked.
+const applyGrace = 100 * time.Millisecond
+
 // caughtUp reports whether this node has applied every entry it knows
 // committed in grp and (as a follower) hears from the leader. A follower
 // that has not been told of any commit yet (just restarted) is not.
 func (c *clusterState) caughtUp(grp ReplicaGroup) bool {
 	if ad, ok := grp.(GroupAdmin); ok {
 		commit := ad.CommitIndex()
-		if commit == 0 || ad.AppliedIndex() < commit {
+		if commit == 0 {
 			return false
+		}
+		// Applying trails committing by a moment on every write; a node
+		// that is applying reaches what was committed when asked soon.
+		for wait := time.Now().Add(applyGrace); ad.AppliedIndex() < commit; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(wait) {
+				return false
+			}
 		}
 	}
 	if grp.IsLeader() {

@@ -1,0 +1,404 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// cli runs the nats CLI against url with args and returns its output.
+func clusterCLI(t *testing.T, url string, args ...string) (string, error) {
+	t.Helper()
+	full := append([]string{"-s", url, "--timeout", "3s"}, args...)
+	out, err := exec.Command(natsCLI(t), full...).CombinedOutput()
+	return string(out), err
+}
+
+// mustClusterCLI is cli that fails the test on an error.
+func mustClusterCLI(t *testing.T, url string, args ...string) string {
+	t.Helper()
+	out, err := clusterCLI(t, url, args...)
+	if err != nil {
+		t.Fatalf("nats %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// clusterAPIReply is the part of a JetStream API reply the tests check.
+type clusterAPIReply struct {
+	Type    string `json:"type"`
+	Success bool   `json:"success"`
+	Error   *struct {
+		Code    int    `json:"code"`
+		ErrCode int    `json:"err_code"`
+		Desc    string `json:"description"`
+	} `json:"error"`
+}
+
+// apiRequest sends a JetStream API request and decodes its reply.
+func clusterAPI(t *testing.T, nc *nats.Conn, subj, body string) clusterAPIReply {
+	t.Helper()
+	m, err := nc.Request(subj, []byte(body), 10*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", subj, err)
+	}
+	var r clusterAPIReply
+	if err := json.Unmarshal(m.Data, &r); err != nil {
+		t.Fatalf("%s: %v: %s", subj, err, m.Data)
+	}
+	return r
+}
+
+// wantClusterError checks that r failed with errCode.
+func wantClusterError(t *testing.T, what string, r clusterAPIReply, errCode int) {
+	t.Helper()
+	if r.Error == nil || r.Error.ErrCode != errCode {
+		t.Fatalf("%s: %+v (error %+v), want err_code %d", what, r, r.Error, errCode)
+	}
+}
+
+// checkClusterBlock checks a stream's cluster block as nats-server shows
+// it: the leader, since when, and the two other nodes as replicas.
+func checkClusterBlock(t *testing.T, ci *jetstream.ClusterInfo) {
+	t.Helper()
+	if ci == nil || ci.Name != "contrail" || ci.Leader == "" || ci.RaftGroup == "" {
+		t.Fatalf("cluster block %+v", ci)
+	}
+	if ci.LeaderSince == nil || ci.LeaderSince.IsZero() || time.Since(*ci.LeaderSince) > time.Minute {
+		t.Fatalf("leader_since %v", ci.LeaderSince)
+	}
+	if len(ci.Replicas) != 2 {
+		t.Fatalf("replicas %d, want 2", len(ci.Replicas))
+	}
+	for _, r := range ci.Replicas {
+		if r.Name == ci.Leader || r.Name == "" {
+			t.Fatalf("replica %+v: the leader is not its own replica", r)
+		}
+	}
+}
+
+// TestClusterCLIStream: nats stream info, report and cluster step-down,
+// and consumer step-down, on an R3 stream of three nodes; a step-down
+// with a preferred server moves the leadership there.
+func TestClusterCLIStream(t *testing.T) {
+	nodes := startCluster(t, 3, clusterOpts{})
+	waitMesh(t, nodes)
+	nc := connect(t, clusterURLs(nodes), reconnecting())
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createR3(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+	publishAcked(t, js, "orders.new", "one")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := js.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	leader, info := streamLeader(t, js, nodes, "ORDERS")
+	checkClusterBlock(t, info.Cluster)
+	url := nodes[0].URL
+
+	out := mustClusterCLI(t, url, "stream", "info", "ORDERS")
+	for _, want := range []string{"Cluster Information:", "Leader: " + leader.ID} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("stream info lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "Replica: "); n != 2 {
+		t.Fatalf("stream info shows %d replicas:\n%s", n, out)
+	}
+
+	// The report lists each node once, the leader marked.
+	waitFor(t, 10*time.Second, "stream report with every node once", func() bool {
+		out = mustClusterCLI(t, url, "stream", "report")
+		row := regexp.MustCompile(`ORDERS .*`).FindString(out)
+		for _, n := range nodes {
+			if strings.Count(row, n.ID) != 1 {
+				return false
+			}
+		}
+		leader, _ = streamLeader(t, js, nodes, "ORDERS")
+		return strings.Contains(row, leader.ID+"*")
+	})
+	t.Logf("stream report:\n%s", out)
+
+	// Step-down: the CLI waits for a new leader.
+	out = mustClusterCLI(t, url, "stream", "cluster", "step-down", "ORDERS")
+	if !strings.Contains(out, "New leader elected") {
+		t.Fatalf("step-down:\n%s", out)
+	}
+	now, info := streamLeader(t, js, nodes, "ORDERS")
+	if now == leader {
+		t.Fatalf("leader still %s after step-down", now.ID)
+	}
+	checkClusterBlock(t, info.Cluster)
+
+	// A preferred server gets the leadership.
+	var to *clusterNode
+	for _, n := range nodes {
+		if n != now {
+			to = n
+		}
+	}
+	r := clusterAPI(t, nc, "$JS.API.STREAM.LEADER.STEPDOWN.ORDERS", `{"placement":{"preferred":"`+to.ID+`"}}`)
+	if !r.Success || r.Type != "io.nats.jetstream.api.v1.stream_leader_stepdown_response" {
+		t.Fatalf("stepdown to %s: %+v %+v", to.ID, r, r.Error)
+	}
+	waitFor(t, 5*time.Second, "leadership on "+to.ID, func() bool {
+		l, _ := streamLeader(t, js, nodes, "ORDERS")
+		return l == to
+	})
+
+	// The consumer lives with its stream.
+	out = mustClusterCLI(t, url, "consumer", "info", "ORDERS", "C")
+	if !strings.Contains(out, "Leader: "+to.ID) {
+		t.Fatalf("consumer info:\n%s", out)
+	}
+	out = mustClusterCLI(t, url, "consumer", "cluster", "step-down", "ORDERS", "C")
+	if !strings.Contains(out, "New leader elected") {
+		t.Fatalf("consumer step-down:\n%s", out)
+	}
+	if l, _ := streamLeader(t, js, nodes, "ORDERS"); l == to {
+		t.Fatalf("consumer step-down left the leadership on %s", to.ID)
+	}
+
+	// STREAM.PEER.REMOVE: no replacement exists on three nodes.
+	wantClusterError(t, "peer remove of a stranger", clusterAPI(t, nc, "$JS.API.STREAM.PEER.REMOVE.ORDERS", `{"peer":"n9"}`), 10040)
+	wantClusterError(t, "peer remove of a member", clusterAPI(t, nc, "$JS.API.STREAM.PEER.REMOVE.ORDERS", `{"peer":"n2"}`), 10075)
+}
+
+// opCluster starts three operator-mode nodes with a JetStream account
+// and returns them, a connection of the account and the system user's
+// creds.
+func opCluster(t *testing.T) (nodes []*clusterNode, nc *nats.Conn, sysCreds string) {
+	w := newOpWorld(t)
+	a := w.account("A", func(ac *jwt.AccountClaims) { ac.Limits.JetStreamLimits = jsLimits() })
+	nodes = startCluster(t, 3, clusterOpts{args: func(_ int, dir string) []string { return w.nodeArgs(dir) }})
+	waitMesh(t, nodes)
+	aCreds, _ := a.user("a", nil)
+	sysCreds, _ = w.sys.user("sys", nil)
+	// A node serves an account's JetStream once it has loaded the
+	// account, which a client of it makes happen.
+	for _, n := range nodes[1:] {
+		connectCreds(t, n.URL, aCreds)
+	}
+	nc = connectCreds(t, clusterURLs(nodes), aCreds, reconnecting())
+	return nodes, nc, sysCreds
+}
+
+// jszMeta is the part of a JSZ answer the tests read.
+type jszMeta struct {
+	Server struct {
+		Name string `json:"name"`
+	} `json:"server"`
+	Data struct {
+		StreamsLeader int `json:"streams_leader"`
+		Meta          *struct {
+			Name     string `json:"name"`
+			Leader   string `json:"leader"`
+			Peer     string `json:"peer"`
+			Size     int    `json:"cluster_size"`
+			Quorum   int    `json:"quorum_needed"`
+			Replicas []struct {
+				Name    string `json:"name"`
+				Current bool   `json:"current"`
+				Peer    string `json:"peer"`
+			} `json:"replicas"`
+		} `json:"meta_cluster"`
+	} `json:"data"`
+}
+
+// metaLeader asks every node for JSZ and returns the meta leader's answer.
+func metaLeaderJSZ(t *testing.T, sys *nats.Conn, n int) *jszMeta {
+	t.Helper()
+	var lead *jszMeta
+	waitFor(t, 10*time.Second, "a meta leader in JSZ", func() bool {
+		inbox := nats.NewInbox()
+		sub, err := sys.SubscribeSync(inbox)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+		if err := sys.PublishRequest("$SYS.REQ.SERVER.PING.JSZ", inbox, nil); err != nil {
+			t.Fatal(err)
+		}
+		lead = nil
+		for range n {
+			m, err := sub.NextMsg(2 * time.Second)
+			if err != nil {
+				return false
+			}
+			var j jszMeta
+			if err := json.Unmarshal(m.Data, &j); err != nil {
+				t.Fatalf("JSZ: %v: %s", err, m.Data)
+			}
+			if j.Data.Meta != nil && j.Data.Meta.Leader == j.Server.Name {
+				lead = &j
+			}
+		}
+		return lead != nil
+	})
+	return lead
+}
+
+// TestClusterCLIServer: in operator mode, nats server list and server
+// report jetstream show the cluster with its meta leader; the system
+// account's META.LEADER.STEPDOWN (and nats server cluster step-down) move
+// the meta leadership; SERVER.REMOVE takes a server out.
+func TestClusterCLIServer(t *testing.T) {
+	nodes, nc, sysCreds := opCluster(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createR3(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+	url := nodes[0].URL
+	sys := connectCreds(t, url, sysCreds)
+
+	lead := metaLeaderJSZ(t, sys, 3)
+	m := lead.Data.Meta
+	if m.Name != "contrail" || m.Size != 3 || m.Quorum != 2 || len(m.Replicas) != 2 || m.Peer == "" {
+		t.Fatalf("meta_cluster %+v", m)
+	}
+	for _, r := range m.Replicas {
+		if r.Name == m.Leader || len(r.Peer) != 8 {
+			t.Fatalf("meta replica %+v", r)
+		}
+	}
+
+	out := mustClusterCLI(t, url, "--creds", sysCreds, "server", "list", "3")
+	for _, n := range nodes {
+		if !strings.Contains(out, n.ID) {
+			t.Fatalf("server list lacks %s:\n%s", n.ID, out)
+		}
+	}
+	var report string
+	waitFor(t, 10*time.Second, "server report jetstream with every meta replica current", func() bool {
+		report = mustClusterCLI(t, url, "--creds", sysCreds, "server", "report", "jetstream", "3")
+		_, meta, _ := strings.Cut(report, "RAFT Meta Group Information")
+		return strings.Count(meta, "│ true    │ true   │") == 3
+	})
+	t.Logf("server report jetstream:\n%s", report)
+	if strings.Contains(report, "No cluster meta leader found") || !strings.Contains(report, m.Leader+"*") ||
+		!strings.Contains(report, "RAFT Meta Group Information") {
+		t.Fatalf("server report jetstream (leader %s):\n%s", m.Leader, report)
+	}
+
+	// META.LEADER.STEPDOWN moves the meta leadership, and only the
+	// system account is heard.
+	if _, err := nc.Request("$JS.API.META.LEADER.STEPDOWN", nil, 700*time.Millisecond); err == nil {
+		t.Fatal("an account's META.LEADER.STEPDOWN was answered")
+	}
+	r := clusterAPI(t, sys, "$JS.API.META.LEADER.STEPDOWN", "")
+	if !r.Success || r.Type != "io.nats.jetstream.api.v1.meta_leader_stepdown_response" {
+		t.Fatalf("meta stepdown: %+v %+v", r, r.Error)
+	}
+	waitFor(t, 5*time.Second, "a new meta leader", func() bool { return metaLeaderJSZ(t, sys, 3).Data.Meta.Leader != m.Leader })
+	out = mustClusterCLI(t, url, "--creds", sysCreds, "server", "cluster", "step-down")
+	if !strings.Contains(out, "New leader elected") {
+		t.Fatalf("server cluster step-down:\n%s", out)
+	}
+
+	// SERVER.REMOVE: a stranger is 10044; a member leaves every group.
+	wantClusterError(t, "remove a stranger", clusterAPI(t, sys, "$JS.API.SERVER.REMOVE", `{"peer":"n9"}`), 10044)
+	gone := nodes[2]
+	r = clusterAPI(t, sys, "$JS.API.SERVER.REMOVE", `{"peer":"`+gone.ID+`"}`)
+	if !r.Success || r.Type != "io.nats.jetstream.api.v1.meta_server_remove_response" {
+		t.Fatalf("server remove: %+v %+v", r, r.Error)
+	}
+	sys2 := connectCreds(t, nodes[0].URL, sysCreds)
+	waitFor(t, 10*time.Second, "a two-node meta group", func() bool {
+		mm := metaLeaderJSZ(t, sys2, 3).Data.Meta
+		return mm.Size == 2 && len(mm.Replicas) == 1 && mm.Leader != gone.ID
+	})
+	wantClusterError(t, "remove it again", clusterAPI(t, sys2, "$JS.API.SERVER.REMOVE", `{"peer":"`+gone.ID+`"}`), 10044)
+	// The stream lives on the other two.
+	_, info := streamLeader(t, js, nodes[:2], "ORDERS")
+	if len(info.Cluster.Replicas) != 1 || info.Cluster.Replicas[0].Name == gone.ID {
+		t.Fatalf("after removing %s: cluster %+v", gone.ID, info.Cluster)
+	}
+}
+
+// healthz is a node's /healthz status code and body.
+func healthzOf(t *testing.T, cn *clusterNode) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Get(cn.MonURL + "/healthz")
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+// TestClusterNoLeader: with two of three nodes gone, the last one says
+// it is unhealthy, and a stream info request gets no answer or 10008,
+// never a wrong one; with a majority back, all is well again.
+func TestClusterNoLeader(t *testing.T) {
+	nodes := startCluster(t, 3, clusterOpts{})
+	waitMesh(t, nodes)
+	nc := connect(t, clusterURLs(nodes), reconnecting())
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createR3(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+	publishAcked(t, js, "orders.new", "one")
+	for _, n := range nodes {
+		if code, body := healthzOf(t, n); code != http.StatusOK || body["status"] != "ok" {
+			t.Fatalf("%s healthz %d %v", n.ID, code, body)
+		}
+	}
+	nodes[1].kill(t)
+	nodes[2].kill(t)
+	last := nodes[0]
+	waitFor(t, 10*time.Second, last.ID+" unhealthy", func() bool {
+		code, body := healthzOf(t, last)
+		if code != http.StatusServiceUnavailable {
+			return false
+		}
+		if body["status"] != "unavailable" || body["error"] == "" || body["error"] == nil {
+			t.Fatalf("unhealthy body %v", body)
+		}
+		return true
+	})
+	lnc := connect(t, last.URL)
+	ljs, err := jetstream.New(lnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := ljs.Stream(ctx, "ORDERS")
+		cancel()
+		var apiErr *jetstream.APIError
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+		case errors.As(err, &apiErr) && apiErr.ErrorCode == 10008:
+		default:
+			t.Fatalf("stream info without a leader: %v", err)
+		}
+	}
+	nodes[1].restart(t)
+	for _, n := range nodes[:2] {
+		waitFor(t, startTimeout, n.ID+" healthy", func() bool {
+			code, _ := healthzOf(t, n)
+			return code == http.StatusOK
+		})
+	}
+	if _, info := streamLeader(t, js, nodes[:2], "ORDERS"); info.State.Msgs != 1 {
+		t.Fatalf("stream holds %d messages", info.State.Msgs)
+	}
+}
