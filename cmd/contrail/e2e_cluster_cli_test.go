@@ -119,10 +119,15 @@ func TestClusterCLIStream(t *testing.T) {
 		t.Fatalf("stream info shows %d replicas:\n%s", n, out)
 	}
 
-	// The report lists each node once, the leader marked.
-	waitFor(t, 10*time.Second, "stream report with every node once", func() bool {
+	// The report lists each node once, the leader marked, none stale
+	// (the meta leader that lists asks the stream's leader), and the
+	// consumer counted.
+	waitFor(t, 10*time.Second, "stream report with every node once, current", func() bool {
 		out = mustClusterCLI(t, url, "stream", "report")
 		row := regexp.MustCompile(`ORDERS .*`).FindString(out)
+		if strings.Contains(row, "!") || !regexp.MustCompile(`│ 1 +│ 1 +│`).MatchString(row) {
+			return false
+		}
 		for _, n := range nodes {
 			if strings.Count(row, n.ID) != 1 {
 				return false
@@ -379,14 +384,27 @@ func TestClusterNoLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
+	// Until the last node's leaderships lapse it answers from what it
+	// holds; then nothing, or 10008. Never anything else.
+	unanswered := 0
+	deadline := time.Now().Add(20 * time.Second)
+	for unanswered < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("stream info still answered without a quorum")
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := ljs.Stream(ctx, "ORDERS")
+		s, err := ljs.Stream(ctx, "ORDERS")
 		cancel()
 		var apiErr *jetstream.APIError
 		switch {
+		case err == nil:
+			if st := s.CachedInfo().State; st.Msgs != 1 {
+				t.Fatalf("stream info without a quorum: %d messages", st.Msgs)
+			}
 		case errors.Is(err, context.DeadlineExceeded):
+			unanswered++
 		case errors.As(err, &apiErr) && apiErr.ErrorCode == 10008:
+			unanswered++
 		default:
 			t.Fatalf("stream info without a leader: %v", err)
 		}

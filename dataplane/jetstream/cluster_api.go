@@ -1,7 +1,9 @@
 package jetstream
 
 import (
+	"encoding/json"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
@@ -123,6 +125,80 @@ func (c *clusterState) catalogNames(account, filter string) []*assignment {
 		}
 	}
 	return out
+}
+
+// gatherTimeout bounds the meta leader's wait for the infos of streams
+// other nodes hold, when it lists them.
+const gatherTimeout = time.Second
+
+// catalogInfos is what the meta leader lists for streams: each stream's
+// info from the node that holds it (its leader knows its replicas and
+// consumers), asked for in the account as a client would ask; where no
+// answer comes in time, catalogInfo's.
+func (a *jsAccount) catalogInfos(list []*assignment) []*api.StreamInfo {
+	infos := make([]*api.StreamInfo, len(list))
+	pending := map[string]int{}
+	for i, asg := range list {
+		if a.lookup(asg.Name) != nil {
+			infos[i] = a.catalogInfo(asg)
+		} else {
+			pending[asg.Name] = i
+		}
+	}
+	if len(pending) > 0 {
+		a.gatherInfos(list, infos, pending)
+	}
+	for i, asg := range list {
+		if infos[i] == nil {
+			infos[i] = a.catalogInfo(asg)
+		}
+	}
+	return infos
+}
+
+// gatherInfos asks the holders of the pending streams (name → index in
+// list) for their infos and fills in those that answer in time.
+func (a *jsAccount) gatherInfos(list []*assignment, infos []*api.StreamInfo, pending map[string]int) {
+	var mu sync.Mutex
+	closed := false // guarded by mu: the caller reads infos from then on
+	left := len(pending)
+	all := make(chan struct{})
+	inbox := newInbox()
+	prefix := inbox + "."
+	unsub, err := a.acc.SubscribeInternal(prefix+"*", func(subject, _, _, msg []byte) {
+		name := strings.TrimPrefix(string(subject), prefix)
+		var resp api.StreamInfoResponse
+		if json.Unmarshal(msg, &resp) != nil || resp.Error != nil || resp.StreamInfo == nil {
+			return // no leader (10008), or unreadable: the catalog's view stands
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		i, ok := pending[name]
+		if closed || !ok || infos[i] != nil {
+			return
+		}
+		// Listed as stored, without what an info reply adds to the config.
+		resp.StreamInfo.Config = *list[i].Config
+		infos[i] = resp.StreamInfo
+		if left--; left == 0 {
+			close(all)
+		}
+	})
+	if err != nil {
+		return
+	}
+	for name := range pending {
+		// Stream names are valid subject tokens: the reply names the stream.
+		a.acc.Publish("$JS.API.STREAM.INFO."+name, prefix+name, nil, nil)
+	}
+	select {
+	case <-all:
+	case <-time.After(gatherTimeout):
+	}
+	unsub()
+	mu.Lock()
+	closed = true
+	mu.Unlock()
 }
 
 // catalogInfo is what the meta leader lists for a stream: the stream's own
