@@ -12,16 +12,16 @@ import (
 // starts: each costs the moved partition a short pause in writes.
 const maxMovesPerPass = 2
 
-// balanceHold is how long the balancer leaves alone a partition whose
-// leader changed by other means than its own moves (an operator's
-// stepdown, a failover): it evens out the counts with other partitions,
-// so a stepdown is not undone a second later.
+// balanceHold is how long the balancer prefers to leave alone a partition
+// whose leader changed by other means than its own moves (an operator's
+// stepdown, a failover): it evens out the counts with other partitions
+// where it can, so a stepdown is not undone a second later.
 const balanceHold = 30 * time.Second
 
 // balanceState is what the balancer remembers between passes.
 type balanceState struct {
 	seen map[uint16]string    // each partition's leader as last observed or moved
-	held map[uint16]time.Time // partitions left alone until then
+	held map[uint16]time.Time // partitions moved last, until then
 }
 
 // observe notes each partition's leader; one that changed since the last
@@ -72,8 +72,8 @@ type move struct {
 }
 
 // plan picks up to maxMovesPerPass transfers from the nodes leading the
-// most partitions to those leading the fewest, leaving held partitions
-// where they are. Only nodes current in the meta group receive
+// most partitions to those leading the fewest, moving held partitions
+// only where no other will do. Only nodes current in the meta group receive
 // leadership; a pass with a leaderless partition does nothing, as an
 // election is under way.
 func (n *Node) plan(held map[uint16]time.Time) []move {
@@ -112,13 +112,18 @@ func (n *Node) plan(held map[uint16]time.Time) []move {
 			break
 		}
 		var pick *Group
-		for i, g := range led[from] {
-			if _, ok := held[g.id]; ok {
-				continue
+		for _, skipHeld := range []bool{true, false} {
+			for i, g := range led[from] {
+				if _, ok := held[g.id]; ok && skipHeld {
+					continue
+				}
+				if s, ok := g.member(to); ok && s.Suffrage == raft.Voter {
+					pick = g
+					led[from] = append(led[from][:i:i], led[from][i+1:]...)
+					break
+				}
 			}
-			if s, ok := g.member(to); ok && s.Suffrage == raft.Voter {
-				pick = g
-				led[from] = append(led[from][:i:i], led[from][i+1:]...)
+			if pick != nil {
 				break
 			}
 		}
