@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +75,7 @@ func wantClusterError(t *testing.T, what string, r clusterAPIReply, errCode int)
 // it: the leader, since when, and the two other nodes as replicas.
 func checkClusterBlock(t *testing.T, ci *jetstream.ClusterInfo) {
 	t.Helper()
-	if ci == nil || ci.Name != "contrail" || ci.Leader == "" || ci.RaftGroup == "" {
+	if ci == nil || ci.Name == "" || ci.Leader == "" || ci.RaftGroup == "" {
 		t.Fatalf("cluster block %+v", ci)
 	}
 	if ci.LeaderSince == nil || ci.LeaderSince.IsZero() || time.Since(*ci.LeaderSince) > time.Minute {
@@ -422,4 +426,107 @@ func TestClusterNoLeader(t *testing.T) {
 	if _, info := streamLeader(t, js, nodes[:2], "ORDERS"); info.State.Msgs != 1 {
 		t.Fatalf("stream holds %d messages", info.State.Msgs)
 	}
+}
+
+// clusterShape is what a client sees of an R3 stream's cluster block on
+// a cluster: the members of the block and of a replica, the codes of
+// STREAM.PEER.REMOVE for a stranger and for a member, and the reply to
+// a stepdown. nats-server and Contrail must agree on it.
+func clusterShape(t *testing.T, nc *nats.Conn, member string) string {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createR3(t, js, jetstream.StreamConfig{Name: "SHAPE", Subjects: []string{"shape.>"}, Replicas: 3})
+	publishAcked(t, js, "shape.x", "one")
+	var block map[string]any
+	waitFor(t, startTimeout, "a cluster block with two current replicas", func() bool {
+		m, err := nc.Request("$JS.API.STREAM.INFO.SHAPE", nil, 2*time.Second)
+		if err != nil {
+			return false
+		}
+		var info struct {
+			Cluster map[string]any `json:"cluster"`
+		}
+		if json.Unmarshal(m.Data, &info) != nil || info.Cluster == nil {
+			return false
+		}
+		reps, _ := info.Cluster["replicas"].([]any)
+		for _, r := range reps {
+			if cur, _ := r.(map[string]any)["current"].(bool); !cur {
+				return false
+			}
+		}
+		block = info.Cluster
+		return len(reps) == 2
+	})
+	keys := func(m map[string]any) string {
+		var out []string
+		for k := range m {
+			// nats-server names the account its replication traffic
+			// travels in; Contrail's travels on the cluster port, in none.
+			// lag and offline are left out while zero, on both.
+			if k != "system_account" && k != "traffic_account" && k != "lag" && k != "offline" {
+				out = append(out, k)
+			}
+		}
+		slices.Sort(out)
+		return strings.Join(out, ",")
+	}
+	rep := block["replicas"].([]any)[0].(map[string]any)
+	stranger := clusterAPI(t, nc, "$JS.API.STREAM.PEER.REMOVE.SHAPE", `{"peer":"nobody"}`)
+	mem := clusterAPI(t, nc, "$JS.API.STREAM.PEER.REMOVE.SHAPE", `{"peer":"`+member+`"}`)
+	code := func(r clusterAPIReply) int {
+		if r.Error == nil {
+			return 0
+		}
+		return r.Error.ErrCode
+	}
+	sd := clusterAPI(t, nc, "$JS.API.STREAM.LEADER.STEPDOWN.SHAPE", "")
+	return fmt.Sprintf("cluster{%s} replica{%s} peer-remove stranger %d member %d stepdown %s %v",
+		keys(block), keys(rep), code(stranger), code(mem), sd.Type, sd.Success)
+}
+
+// TestClusterCLIReference: a three-node nats-server cluster and three
+// Contrail nodes show an R3 stream's cluster block, STREAM.PEER.REMOVE
+// and a stepdown alike.
+func TestClusterCLIReference(t *testing.T) {
+	bin := findTool(t, "nats-server", "github.com/nats-io/nats-server/v2", "v2.15.2")
+	var clusterAddrs, routes []string
+	for range 3 {
+		a := freeAddr(t)
+		clusterAddrs = append(clusterAddrs, a)
+		routes = append(routes, "nats-route://"+a)
+	}
+	var procs []*proc
+	var urls, mons []string
+	for i := range 3 {
+		addr, mon := freeAddr(t), freeAddr(t)
+		host, port, _ := net.SplitHostPort(addr)
+		_, mport, _ := net.SplitHostPort(mon)
+		p, err := startProc(t, fmt.Sprintf("r%d", i+1), bin, "-a", host, "-p", port, "-m", mport,
+			"--name", fmt.Sprintf("r%d", i+1), "--cluster_name", "ref", "--cluster", "nats://"+clusterAddrs[i],
+			"--routes", strings.Join(routes, ","), "-js", "--sd", filepath.Join(t.TempDir(), "js"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.stop)
+		procs = append(procs, p)
+		urls, mons = append(urls, "nats://"+addr), append(mons, "http://"+mon)
+	}
+	for i, p := range procs {
+		if err := waitHealthy(p, mons[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref := clusterShape(t, connect(t, urls[0]), "r2")
+
+	nodes := startCluster(t, 3, clusterOpts{})
+	waitMesh(t, nodes)
+	got := clusterShape(t, connect(t, nodes[0].URL), "n2")
+	if got != ref {
+		t.Fatalf("Contrail:   %s\nnats-server: %s", got, ref)
+	}
+	t.Logf("both: %s", got)
 }
