@@ -15,10 +15,41 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jsm.go/schemas"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/santhosh-tekuri/jsonschema/v5"
 )
+
+// validReply checks a JetStream API reply against jsm.go's schema for
+// its type, as natscli checks what it reads.
+func validReply(t *testing.T, nc *nats.Conn, subj string) {
+	t.Helper()
+	m, err := nc.Request(subj, nil, 3*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", subj, err)
+	}
+	var doc map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(m.Data)))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("%s: %v", subj, err)
+	}
+	typ, _ := doc["type"].(string)
+	name, _ := strings.CutPrefix(typ, "io.nats.jetstream.api.v1.")
+	src, err := schemas.Load("jetstream/api/v1/" + name + ".json")
+	if err != nil {
+		t.Fatalf("%s: schema for %q: %v", subj, typ, err)
+	}
+	sch, err := jsonschema.CompileString(name+".json", string(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(doc); err != nil {
+		t.Fatalf("%s: reply fails its schema: %v\n%s", subj, err, m.Data)
+	}
+}
 
 // cli runs the nats CLI against url with args and returns its output.
 func clusterCLI(t *testing.T, url string, args ...string) (string, error) {
@@ -168,6 +199,11 @@ func TestClusterCLIStream(t *testing.T) {
 		l, _ := streamLeader(t, js, nodes, "ORDERS")
 		return l == to
 	})
+
+	// What natscli validates: the replies with their cluster blocks.
+	validReply(t, nc, "$JS.API.STREAM.INFO.ORDERS")
+	validReply(t, nc, "$JS.API.CONSUMER.INFO.ORDERS.C")
+	validReply(t, nc, "$JS.API.STREAM.LIST")
 
 	// The consumer lives with its stream.
 	out = mustClusterCLI(t, url, "consumer", "info", "ORDERS", "C")
