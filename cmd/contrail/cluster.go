@@ -120,3 +120,12 @@ func (rg replicaGroup) Replicas() []jetstream.Replica {
 	}
 	return out
 }
+
+// The engine's health checks and membership changes use these
+// (jetstream.GroupAdmin).
+func (rg replicaGroup) AppliedIndex() uint64           { return rg.g.AppliedIndex() }
+func (rg replicaGroup) CommitIndex() uint64            { return rg.g.CommitIndex() }
+func (rg replicaGroup) Members() []string              { return rg.g.Members() }
+func (rg replicaGroup) RemoveServer(name string) error { return rg.g.RemoveServer(name) }
+
+var _ jetstream.GroupAdmin = replicaGroup{}

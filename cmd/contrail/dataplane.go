@@ -287,6 +287,13 @@ func serveDataplane(ctx context.Context, opts *config.Options, dataDir string, l
 		// Before the engine closes (deferred above, so run first): the
 		// node hands its leaderships away while the engine still serves.
 		defer stopRaft(node, log)
+		if sys := srv.SystemAccount(); sys != nil {
+			stopSys, err := js.engine.ServeSystem(sys)
+			if err != nil {
+				return err
+			}
+			defer stopSys()
+		}
 	}
 	mon, err := startSystemServices(srv, js, log)
 	if err != nil {

@@ -24,8 +24,9 @@ type clusterOpts struct {
 
 // startCluster starts n `contrail dataplane` nodes n1..nN on loopback,
 // each with --peers naming all of them, and waits until each is healthy
-// (not until the routes are up: see waitMesh). The nodes stop when the
-// test ends.
+// (not until the routes are up: see waitMesh). All are started before
+// any is waited for: a clustered node is healthy only once its raft
+// groups have leaders. The nodes stop when the test ends.
 func startCluster(t testing.TB, n int, o clusterOpts) []*clusterNode {
 	t.Helper()
 	nodes := make([]*clusterNode, n)
@@ -51,13 +52,24 @@ func startCluster(t testing.TB, n int, o clusterOpts) []*clusterNode {
 		if o.args != nil {
 			cn.args = append(cn.args, o.args(i, cn.Dir)...)
 		}
-		cn.start(t)
+		cn.launch(t)
+	}
+	for _, cn := range nodes {
+		cn.waitHealthy(t)
 	}
 	return nodes
 }
 
-// start runs the node's process with its fixed addresses.
+// start runs the node's process with its fixed addresses and waits
+// until it is healthy.
 func (cn *clusterNode) start(t testing.TB) {
+	t.Helper()
+	cn.launch(t)
+	cn.waitHealthy(t)
+}
+
+// launch runs the node's process; it stops when the test ends.
+func (cn *clusterNode) launch(t testing.TB) {
 	t.Helper()
 	p, err := startProc(t, cn.ID, contrailBin, cn.args...)
 	if err != nil {
@@ -65,11 +77,16 @@ func (cn *clusterNode) start(t testing.TB) {
 	}
 	p.cleanExit = true
 	cn.proc = p
-	if err := waitHealthy(p, cn.MonURL); err != nil {
-		p.stop()
+	t.Cleanup(p.stop)
+}
+
+// waitHealthy waits until the node's /healthz answers 200.
+func (cn *clusterNode) waitHealthy(t testing.TB) {
+	t.Helper()
+	if err := waitHealthy(cn.proc, cn.MonURL); err != nil {
+		cn.proc.stop()
 		t.Fatal(err)
 	}
-	t.Cleanup(p.stop)
 }
 
 // kill ends the node with SIGKILL (no graceful shutdown).

@@ -3,6 +3,7 @@ package cluster
 import (
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -11,17 +12,49 @@ import (
 // starts: each costs the moved partition a short pause in writes.
 const maxMovesPerPass = 2
 
+// balanceHold is how long the balancer prefers to leave alone a partition
+// whose leader changed by other means than its own moves (an operator's
+// stepdown, a failover): it evens out the counts with other partitions
+// where it can, so a stepdown is not undone a second later.
+const balanceHold = 30 * time.Second
+
+// balanceState is what the balancer remembers between passes.
+type balanceState struct {
+	seen map[uint16]string    // each partition's leader as last observed or moved
+	held map[uint16]time.Time // partitions moved last, until then
+}
+
+// observe notes each partition's leader; one that changed since the last
+// pass, not by a move of the balancer, is held.
+func (b *balanceState) observe(groups []*Group, now time.Time) {
+	for _, g := range groups {
+		l := g.Leader()
+		if prev, ok := b.seen[g.id]; ok && l != "" && prev != l {
+			b.held[g.id] = now.Add(balanceHold)
+		}
+		if l != "" {
+			b.seen[g.id] = l
+		}
+		if until, ok := b.held[g.id]; ok && now.After(until) {
+			delete(b.held, g.id)
+		}
+	}
+}
+
 // balance runs on every node and acts while the node leads the meta
 // group: every BalanceInterval it evens out partition leadership, so that
 // each live node leads about P/N partitions.
 func (n *Node) balance() {
 	defer n.wg.Done()
+	b := &balanceState{seen: map[uint16]string{}, held: map[uint16]time.Time{}}
 	for n.sleep(n.cfg.BalanceInterval) {
+		b.observe(n.groups[1:], time.Now())
 		if n.draining.Load() || !n.groups[MetaGroup].IsLeader() {
 			continue
 		}
 		var wg sync.WaitGroup
-		for _, m := range n.plan() {
+		for _, m := range n.plan(b.held) {
+			b.seen[m.group.id] = m.to
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -39,10 +72,11 @@ type move struct {
 }
 
 // plan picks up to maxMovesPerPass transfers from the nodes leading the
-// most partitions to those leading the fewest. Only nodes current in the
-// meta group receive leadership; a pass with a leaderless partition does
-// nothing, as an election is under way.
-func (n *Node) plan() []move {
+// most partitions to those leading the fewest, moving held partitions
+// only where no other will do. Only nodes current in the meta group receive
+// leadership; a pass with a leaderless partition does nothing, as an
+// election is under way.
+func (n *Node) plan(held map[uint16]time.Time) []move {
 	count := map[string]int{n.cfg.Name: 0}
 	for _, r := range n.groups[MetaGroup].Replicas() {
 		if r.Current && r.Voter {
@@ -78,10 +112,18 @@ func (n *Node) plan() []move {
 			break
 		}
 		var pick *Group
-		for i, g := range led[from] {
-			if s, ok := g.member(to); ok && s.Suffrage == raft.Voter {
-				pick = g
-				led[from] = append(led[from][:i:i], led[from][i+1:]...)
+		for _, skipHeld := range []bool{true, false} {
+			for i, g := range led[from] {
+				if _, ok := held[g.id]; ok && skipHeld {
+					continue
+				}
+				if s, ok := g.member(to); ok && s.Suffrage == raft.Voter {
+					pick = g
+					led[from] = append(led[from][:i:i], led[from][i+1:]...)
+					break
+				}
+			}
+			if pick != nil {
 				break
 			}
 		}

@@ -27,7 +27,7 @@ func (a *jsAccount) onAPI(subject, reply, hdr, msg []byte) {
 	meta := false
 	if a.e.cl != nil {
 		var answer bool
-		if answer, meta = a.clusterAdmit(string(subject)); !answer {
+		if answer, meta = a.clusterAdmit(string(subject), string(reply)); !answer {
 			return
 		}
 	}

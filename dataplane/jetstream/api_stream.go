@@ -323,10 +323,7 @@ func (a *jsAccount) streamList(req apiRequest, _ string) any {
 	if c := a.e.cl; c != nil {
 		all := c.catalogNames(a.acc.Name(), lreq.Subject)
 		list, offset := page(all, lreq.Offset, listPage)
-		infos := []*api.StreamInfo{}
-		for _, asg := range list {
-			infos = append(infos, a.catalogInfo(asg))
-		}
+		infos := a.catalogInfos(list)
 		return &api.StreamListResponse{Response: api.Response{Type: typ},
 			Paged: api.Paged{Total: len(all), Offset: offset, Limit: listPage}, Streams: infos}
 	}

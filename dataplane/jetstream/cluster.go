@@ -131,6 +131,9 @@ type clusterState struct {
 		// entry committed before it became leader, so its catalog can
 		// assign ids and check names.
 		metaReady bool // guarded by mu
+		// since holds, for each group this node leads (meta included),
+		// when its leadership began: the cluster block's leader_since.
+		since map[uint16]time.Time // guarded by mu
 	}
 	// accts holds what waits for accounts not registered here.
 	accts accountWaits
@@ -148,6 +151,7 @@ func newClusterState(e *Engine) *clusterState {
 	c := &clusterState{e: e, catalog: newMetaCatalog(), quit: make(chan struct{})}
 	c.mu.parts = map[uint16]*applier{}
 	c.mu.deferred = map[uint16][]*metaEntry{}
+	c.mu.since = map[uint16]time.Time{}
 	return c
 }
 
@@ -223,6 +227,9 @@ func (c *clusterState) leadLoop(g uint16, ch chan bool) {
 			}
 			if g == 0 {
 				leading = want && c.takeMeta()
+				if !leading {
+					c.ledSince(0, time.Time{})
+				}
 				continue
 			}
 			if want {
@@ -245,6 +252,7 @@ func (c *clusterState) takeMeta() bool {
 	}
 	c.mu.Lock()
 	c.mu.metaReady = grp.IsLeader()
+	c.mu.since[0] = time.Now()
 	c.mu.Unlock()
 	return true
 }
@@ -308,6 +316,7 @@ func (c *clusterState) take(g uint16) bool {
 			c.materialize(asg)
 		}
 	}
+	c.ledSince(g, time.Now())
 	for _, ent := range deferred {
 		c.serveEntry(ent)
 	}
@@ -324,6 +333,7 @@ func (c *clusterState) release(g uint16) {
 	c.mu.Lock()
 	ap := c.mu.parts[g]
 	delete(c.mu.parts, g)
+	delete(c.mu.since, g)
 	c.mu.Unlock()
 	if ap == nil {
 		return
@@ -357,13 +367,8 @@ func (c *clusterState) clusterInfo(id uint64) *api.ClusterInfo {
 	if g == 0 {
 		return &api.ClusterInfo{Name: c.r.ClusterName(), Leader: c.r.NodeID()}
 	}
-	grp := c.r.Group(g)
-	ci := &api.ClusterInfo{Name: c.r.ClusterName(), RaftGroup: fmt.Sprintf("P%d", g), Leader: grp.Leader()}
-	for _, rp := range grp.Replicas() {
-		ci.Replicas = append(ci.Replicas, &api.PeerInfo{Name: rp.Name, Current: rp.Current, Offline: rp.Offline,
-			Active: rp.Active, Lag: rp.Lag, Peer: peerHash(rp.Name)})
-	}
-	return ci
+	return &api.ClusterInfo{Name: c.r.ClusterName(), RaftGroup: fmt.Sprintf("P%d", g), Leader: c.r.Group(g).Leader(),
+		LeaderSince: c.leaderSince(g), Replicas: c.clusterPeers(g)}
 }
 
 // maxEntriesInFlight bounds a partition applier's groups proposed and not

@@ -1,7 +1,10 @@
 package jetstream
 
 import (
+	"encoding/json"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
 )
@@ -18,8 +21,11 @@ import (
 //     leader, or the R1 stream's owner); a stream the catalog does not
 //     know is answered (not found) by the meta leader.
 //
-// The others stay silent. With no leader nobody answers, and the client's
-// timeout says so, as nats-server's clients see it.
+// The others stay silent. With no leader to answer (none known for the
+// meta group, or for the partition of a stream the catalog knows), a node
+// says 10008 after errRespDelay, as nats-server does; a client with a
+// shorter timeout hears nothing. Never a definite answer from a node that
+// does not know: a stream the catalog holds is never "not found".
 
 // metaOps are the operations decided by the meta leader.
 var metaOps = map[string]bool{"STREAM.CREATE": true, "STREAM.UPDATE": true, "STREAM.DELETE": true}
@@ -27,39 +33,80 @@ var metaOps = map[string]bool{"STREAM.CREATE": true, "STREAM.UPDATE": true, "STR
 // catalogReads are answered by the meta leader from the catalog.
 var catalogReads = map[string]bool{"INFO": true, "STREAM.NAMES": true, "STREAM.LIST": true}
 
+// systemOps are served in the system account only: an account's request
+// for them goes unanswered, as on nats-server.
+var systemOps = map[string]bool{"META.LEADER.STEPDOWN": true, "SERVER.REMOVE": true}
+
+// errRespDelay is how long a node waits before saying there is no leader,
+// as nats-server's errRespDelay: a leader elected meanwhile answers first.
+const errRespDelay = 500 * time.Millisecond
+
 // clusterAdmit decides whether this node answers the request on subject;
-// meta operations it accepts are marked for the meta path.
-func (a *jsAccount) clusterAdmit(subject string) (answer, meta bool) {
+// meta operations it accepts are marked for the meta path. A request
+// nobody can answer for want of a leader gets 10008 on reply, later.
+func (a *jsAccount) clusterAdmit(subject, reply string) (answer, meta bool) {
 	c := a.e.cl
 	if c.r == nil {
 		return false, false
+	}
+	op := a.apiOpName(subject)
+	if systemOps[op] {
+		return false, false // served by cluster_sys.go in the system account only
 	}
 	if !a.enabled.Load() {
 		// Nothing of the account runs anywhere: one node says so.
 		return c.metaLeader(), false
 	}
-	op := a.apiOpName(subject)
+	r, name, routed := routeOf(op)
 	route, rest := op, ""
-	if _, name, ok := routeOf(op); ok {
+	if routed {
 		route = strings.TrimSuffix(op[:len(op)-len(name)], ".")
 		rest = name
-	} else if rest, ok = strings.CutPrefix(op, "DIRECT.GET."); ok {
+	} else if rest, routed = strings.CutPrefix(op, "DIRECT.GET."); routed {
 		route = "DIRECT.GET"
+	}
+	leaderless := func(g uint16) bool {
+		if c.r.Group(g).Leader() == "" && r.fail != nil {
+			a.replyLeaderless(reply, r)
+		}
+		return false
 	}
 	switch {
 	case metaOps[route]:
-		return c.metaLeader(), true
+		if c.metaLeader() {
+			return true, true
+		}
+		return leaderless(0), false
 	case catalogReads[route]:
-		return c.metaLeader(), false
+		if c.metaLeader() {
+			return true, false
+		}
+		return leaderless(0), false
 	}
-	name, _, _ := strings.Cut(rest, ".")
-	if name != "" && a.lookup(name) != nil {
+	stream, _, _ := strings.Cut(rest, ".")
+	if stream != "" && a.lookup(stream) != nil {
 		return true, false
 	}
-	if name != "" && c.catalog.lookup(a.acc.Name(), name) != nil {
-		return false, false
+	if stream != "" {
+		if asg := c.catalog.lookup(a.acc.Name(), stream); asg != nil {
+			if g := asg.group(); g != 0 {
+				return leaderless(g), false
+			}
+			return false, false
+		}
 	}
-	return c.metaLeader(), false
+	if c.metaLeader() {
+		return true, false
+	}
+	return leaderless(0), false
+}
+
+// replyLeaderless answers 10008 in r's reply shape after errRespDelay.
+func (a *jsAccount) replyLeaderless(reply string, r apiRoute) {
+	if reply == "" {
+		return
+	}
+	time.AfterFunc(errRespDelay, func() { a.reply(reply, r.fail(api.NewClusterNotAvailableError())) })
 }
 
 // catalogNames lists an account's streams from the catalog, optionally
@@ -78,6 +125,80 @@ func (c *clusterState) catalogNames(account, filter string) []*assignment {
 		}
 	}
 	return out
+}
+
+// gatherTimeout bounds the meta leader's wait for the infos of streams
+// other nodes hold, when it lists them.
+const gatherTimeout = time.Second
+
+// catalogInfos is what the meta leader lists for streams: each stream's
+// info from the node that holds it (its leader knows its replicas and
+// consumers), asked for in the account as a client would ask; where no
+// answer comes in time, catalogInfo's.
+func (a *jsAccount) catalogInfos(list []*assignment) []*api.StreamInfo {
+	infos := make([]*api.StreamInfo, len(list))
+	pending := map[string]int{}
+	for i, asg := range list {
+		if a.lookup(asg.Name) != nil {
+			infos[i] = a.catalogInfo(asg)
+		} else {
+			pending[asg.Name] = i
+		}
+	}
+	if len(pending) > 0 {
+		a.gatherInfos(list, infos, pending)
+	}
+	for i, asg := range list {
+		if infos[i] == nil {
+			infos[i] = a.catalogInfo(asg)
+		}
+	}
+	return infos
+}
+
+// gatherInfos asks the holders of the pending streams (name → index in
+// list) for their infos and fills in those that answer in time.
+func (a *jsAccount) gatherInfos(list []*assignment, infos []*api.StreamInfo, pending map[string]int) {
+	var mu sync.Mutex
+	closed := false // guarded by mu: the caller reads infos from then on
+	left := len(pending)
+	all := make(chan struct{})
+	inbox := newInbox()
+	prefix := inbox + "."
+	unsub, err := a.acc.SubscribeInternal(prefix+"*", func(subject, _, _, msg []byte) {
+		name := strings.TrimPrefix(string(subject), prefix)
+		var resp api.StreamInfoResponse
+		if json.Unmarshal(msg, &resp) != nil || resp.Error != nil || resp.StreamInfo == nil {
+			return // no leader (10008), or unreadable: the catalog's view stands
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		i, ok := pending[name]
+		if closed || !ok || infos[i] != nil {
+			return
+		}
+		// Listed as stored, without what an info reply adds to the config.
+		resp.StreamInfo.Config = *list[i].Config
+		infos[i] = resp.StreamInfo
+		if left--; left == 0 {
+			close(all)
+		}
+	})
+	if err != nil {
+		return
+	}
+	for name := range pending {
+		// Stream names are valid subject tokens: the reply names the stream.
+		a.acc.Publish("$JS.API.STREAM.INFO."+name, prefix+name, nil, nil)
+	}
+	select {
+	case <-all:
+	case <-time.After(gatherTimeout):
+	}
+	unsub()
+	mu.Lock()
+	closed = true
+	mu.Unlock()
 }
 
 // catalogInfo is what the meta leader lists for a stream: the stream's own

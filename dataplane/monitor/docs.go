@@ -3,7 +3,6 @@ package monitor
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 
 	"github.com/contrail/contrail/dataplane/server"
 )
@@ -12,6 +11,7 @@ import (
 type healthStatus struct {
 	Status     string `json:"status"`
 	StatusCode int    `json:"status_code,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // MonitorDoc builds a monitoring document for the system account's
@@ -26,7 +26,7 @@ func (m *Monitor) MonitorDoc(endpoint string, opts []byte, account string) (any,
 	case "STATSZ":
 		return m.statszDoc(), nil
 	case "HEALTHZ":
-		return &healthStatus{Status: "ok", StatusCode: http.StatusOK}, nil
+		return m.health(), nil
 	case "CONNZ":
 		var o connzOptions
 		if err := decode(opts, &o); err != nil {

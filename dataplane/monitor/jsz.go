@@ -15,6 +15,12 @@ type JetStreamSource interface {
 	Snapshot() jetstream.Snapshot
 	// ConsumerInfos is one stream's consumers, for consumer detail.
 	ConsumerInfos(account, stream string) []*api.ConsumerInfo
+	// ClusterSnapshot is the meta group and what this node leads; nil
+	// when not clustered.
+	ClusterSnapshot() *jetstream.ClusterSnapshot
+	// ClusterHealth is nil while this node serves its share of the
+	// cluster (always, when not clustered); else why not.
+	ClusterHealth() error
 }
 
 // SetJetStream makes the monitor report JetStream; call before Serve.
@@ -57,12 +63,40 @@ type jsz struct {
 	Disabled bool      `json:"disabled,omitempty"`
 	Config   *jsConfig `json:"config,omitempty"`
 	jsStats
-	Streams   int              `json:"streams"`
-	Consumers int              `json:"consumers"`
-	Messages  uint64           `json:"messages"`
-	Bytes     uint64           `json:"bytes"`
-	Accounts  []*accountDetail `json:"account_details,omitempty"`
-	Total     int              `json:"total"`
+	Streams         int              `json:"streams"`
+	StreamsLeader   int              `json:"streams_leader,omitempty"`
+	Consumers       int              `json:"consumers"`
+	ConsumersLeader int              `json:"consumers_leader,omitempty"`
+	Messages        uint64           `json:"messages"`
+	Bytes           uint64           `json:"bytes"`
+	Meta            *metaCluster     `json:"meta_cluster,omitempty"`
+	Accounts        []*accountDetail `json:"account_details,omitempty"`
+	Total           int              `json:"total"`
+}
+
+// metaCluster is nats-server's MetaClusterInfo: the meta group as this
+// node sees it. natscli's `server report jetstream` marks the server
+// whose name is leader, and expects cluster_size servers.
+type metaCluster struct {
+	Name         string          `json:"name,omitempty"`
+	Leader       string          `json:"leader,omitempty"`
+	Peer         string          `json:"peer,omitempty"`
+	Replicas     []*api.PeerInfo `json:"replicas,omitempty"`
+	Size         int             `json:"cluster_size"`
+	QuorumNeeded int             `json:"quorum_needed"`
+	Pending      int             `json:"pending"`
+}
+
+// metaClusterOf renders a cluster snapshot; nil when not clustered.
+func metaClusterOf(cs *jetstream.ClusterSnapshot) *metaCluster {
+	if cs == nil {
+		return nil
+	}
+	mc := &metaCluster{Name: cs.Name, Leader: cs.Leader, Replicas: cs.Replicas, Size: cs.Size, QuorumNeeded: cs.QuorumNeeded}
+	if cs.Leader != "" {
+		mc.Peer = jetstream.PeerHash(cs.Leader)
+	}
+	return mc
 }
 
 // accountDetail is one account in /jsz, and the whole answer to
@@ -152,6 +186,10 @@ func (m *Monitor) jszDoc(o *jszOptions) *jsz {
 	out.jsStats = statsOf(&snap)
 	out.Streams, out.Consumers, out.Messages, out.Bytes = snap.Streams, snap.Consumers, snap.Messages, snap.Bytes
 	out.Total = len(snap.Accounts)
+	if cs := m.js.ClusterSnapshot(); cs != nil {
+		out.Meta = metaClusterOf(cs)
+		out.StreamsLeader, out.ConsumersLeader = cs.StreamsLeader, cs.ConsumersLeader
+	}
 	var chosen []jetstream.AccountSnapshot
 	for _, a := range snap.Accounts {
 		if a.Name == o.Account {

@@ -100,8 +100,27 @@ func (m *Monitor) root(w http.ResponseWriter, r *http.Request) {
 <li><a href="accstatz">accstatz</a></li><li><a href="healthz">healthz</a></li></ul></body></html>`)
 }
 
+// healthz answers /healthz as nats-server does: 200 {"status":"ok"}, or
+// 503 {"status":"unavailable","error":…} while a clustered node has not
+// caught up with its groups' leaders.
 func (m *Monitor) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, r, map[string]string{"status": "ok"})
+	hs := m.health()
+	if hs.StatusCode != http.StatusOK {
+		m.log.Warn("health check failed", "err", hs.Error)
+		w.WriteHeader(hs.StatusCode)
+	}
+	hs.StatusCode = 0 // the HTTP status says it
+	writeJSON(w, r, hs)
+}
+
+// health is this node's health status.
+func (m *Monitor) health() *healthStatus {
+	if m.js != nil {
+		if err := m.js.ClusterHealth(); err != nil {
+			return &healthStatus{Status: "unavailable", StatusCode: http.StatusServiceUnavailable, Error: err.Error()}
+		}
+	}
+	return &healthStatus{Status: "ok", StatusCode: http.StatusOK}
 }
 
 // writeJSON writes v indented, wrapped in a JSONP callback when asked.
