@@ -105,6 +105,18 @@ func (cn *clusterNode) restart(t testing.TB) {
 	cn.start(t)
 }
 
+// restartAll starts stopped nodes again together: a node is healthy only
+// once its groups have leaders, which takes a majority of them running.
+func restartAll(t testing.TB, nodes []*clusterNode) {
+	t.Helper()
+	for _, cn := range nodes {
+		cn.launch(t)
+	}
+	for _, cn := range nodes {
+		cn.waitHealthy(t)
+	}
+}
+
 // routez is a node's /routez.
 func (cn *clusterNode) routez(t testing.TB) map[string]any {
 	var m map[string]any

@@ -249,9 +249,7 @@ func TestClusterOperatorAccounts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, n := range nodes {
-		n.restart(t)
-	}
+	restartAll(t, nodes)
 	waitMesh(t, nodes)
 	for _, n := range nodes[1:] {
 		waitFor(t, startTimeout, n.ID+" loading A and B for its catalog", func() bool {
