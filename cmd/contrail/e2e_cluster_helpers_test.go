@@ -20,6 +20,9 @@ type clusterNode struct {
 type clusterOpts struct {
 	// args returns extra flags for node i (0-based), e.g. operator mode's.
 	args func(i int, dir string) []string
+	// late leaves the last late nodes unstarted: the test starts them
+	// (start) when it wants.
+	late int
 }
 
 // startCluster starts n `contrail dataplane` nodes n1..nN on loopback,
@@ -52,9 +55,12 @@ func startCluster(t testing.TB, n int, o clusterOpts) []*clusterNode {
 		if o.args != nil {
 			cn.args = append(cn.args, o.args(i, cn.Dir)...)
 		}
+	}
+	up := nodes[:n-o.late]
+	for _, cn := range up {
 		cn.launch(t)
 	}
-	for _, cn := range nodes {
+	for _, cn := range up {
 		cn.waitHealthy(t)
 	}
 	return nodes

@@ -185,3 +185,53 @@ func TestClusterJetStreamFailover(t *testing.T) {
 		t.Fatalf("stream holds %d messages, %d acknowledged", st.Msgs, len(acked))
 	}
 }
+
+// TestClusterFormsWithMajority starts two of three nodes: the cluster
+// forms, an R3 stream takes writes on two nodes, and the third, started
+// later, joins and catches up (its copy then serves as the leader's).
+func TestClusterFormsWithMajority(t *testing.T) {
+	nodes := startCluster(t, 3, clusterOpts{late: 1})
+	nc := connect(t, nodes[0].URL+","+nodes[1].URL, reconnecting())
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createR3(t, js, jetstream.StreamConfig{Name: "EARLY", Subjects: []string{"early.>"}, Replicas: 3})
+	for i := range 50 {
+		publishAcked(t, js, "early.x", fmt.Sprintf("e%02d", i))
+	}
+	late := nodes[2]
+	late.start(t)
+	waitFor(t, startTimeout, late.ID+" current", func() bool {
+		now, info := streamLeader(t, js, nodes, "EARLY")
+		if now == late {
+			return true
+		}
+		for _, r := range info.Cluster.Replicas {
+			if r.Name == late.ID {
+				return r.Current && !r.Offline
+			}
+		}
+		return false
+	})
+	// The late node's copy is whole: lead from it and read everything.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	waitFor(t, startTimeout, "leadership on "+late.ID, func() bool {
+		if now, _ := streamLeader(t, js, nodes, "EARLY"); now == late {
+			return true
+		}
+		// Ask again until it has moved (a stepdown may land while the
+		// late node is still being promoted to voter).
+		_, _ = nc.RequestWithContext(ctx, "$JS.API.STREAM.LEADER.STEPDOWN.EARLY", []byte(`{"placement":{"preferred":"`+late.ID+`"}}`))
+		return false
+	})
+	s, err := js.Stream(ctx, "EARLY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := s.CachedInfo().State; st.Msgs != 50 || st.LastSeq != 50 {
+		t.Fatalf("on %s: %+v", late.ID, st)
+	}
+}
