@@ -598,7 +598,9 @@ func testPowerLossAll(t *testing.T) {
 	fc := startFaultCluster(t, false)
 	w := startWriter(t, fc.log, fc.nc, "b", 300)
 	fc.log.progress(t, 50, "before the first crash")
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
 	for i := range soakOr(3, 10) {
 		order := rng.Perm(3)
 		for _, j := range order {

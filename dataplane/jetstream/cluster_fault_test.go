@@ -138,7 +138,9 @@ func TestClusterPowerLossAll(t *testing.T) {
 	if soak() {
 		rounds = 20
 	}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
 	fss := []*vfs.MemFS{vfs.NewCrashableMem(), vfs.NewCrashableMem(), vfs.NewCrashableMem()}
 	acked := map[string]uint64{} // msg id → seq, over every round
 	sent := map[string]bool{}
