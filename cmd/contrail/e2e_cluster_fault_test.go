@@ -517,7 +517,8 @@ func (fc *faultCluster) checkDigests(last uint64) {
 			same = same && d.Hash == ds[0].Hash && d.Config == ds[0].Config && d.LastSeq == last
 		}
 		if same {
-			t.Logf("digests equal on every node: last seq %d, %d records, hash %.12s", last, ds[0].Records, ds[0].Hash)
+			t.Logf("digests equal on every node with a sound store (%d of %d): last seq %d, %d records, hash %.12s",
+				len(ds), len(fc.nodes), last, ds[0].Records, ds[0].Hash)
 			return
 		}
 		if time.Now().After(deadline) {
