@@ -23,6 +23,12 @@ type clusterOpts struct {
 	// late leaves the last late nodes unstarted: the test starts them
 	// (start) when it wants.
 	late int
+	// dialAddr, if set, is the address node from (0-based) names for
+	// node to in its --peers, given to's real cluster address: a link
+	// proxy's, so that each node dials its peers through the proxies
+	// while listening on its own --cluster-addr. Nothing passes cluster
+	// addresses between nodes, so each node's own list is what it dials.
+	dialAddr func(from, to int, addr string) string
 }
 
 // startCluster starts n `contrail dataplane` nodes n1..nN on loopback,
@@ -33,16 +39,22 @@ type clusterOpts struct {
 func startCluster(t testing.TB, n int, o clusterOpts) []*clusterNode {
 	t.Helper()
 	nodes := make([]*clusterNode, n)
-	var peers []string
 	for i := range nodes {
 		dir := t.TempDir()
 		cn := &clusterNode{ID: fmt.Sprintf("n%d", i+1), ClusterAddr: freeAddr(t)}
 		cn.node = &node{NatsAddr: freeAddr(t), MonAddr: freeAddr(t), DataDir: filepath.Join(dir, "data"), Dir: dir}
 		cn.URL, cn.MonURL = "nats://"+cn.NatsAddr, "http://"+cn.MonAddr
-		peers = append(peers, cn.ID+"="+cn.ClusterAddr)
 		nodes[i] = cn
 	}
 	for i, cn := range nodes {
+		var peers []string
+		for j, peer := range nodes {
+			addr := peer.ClusterAddr
+			if o.dialAddr != nil && j != i {
+				addr = o.dialAddr(i, j, addr)
+			}
+			peers = append(peers, peer.ID+"="+addr)
+		}
 		cn.args = []string{"dataplane",
 			"--nats-addr", cn.NatsAddr, "--monitor-addr", cn.MonAddr, "--data-dir", cn.DataDir,
 			"--node-id", cn.ID, "--cluster-addr", cn.ClusterAddr, "--peers", strings.Join(peers, ","),

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -66,18 +67,36 @@ func (g testGroup) Replicas() []Replica { return nil }
 // startTestCluster starts n nodes with parts partitions, all sharing acc.
 func startTestCluster(t *testing.T, n, parts int, acc *fakeAccount) []*testNode {
 	t.Helper()
+	fss := make([]vfs.FS, n)
+	for i := range fss {
+		fss[i] = vfs.NewMem()
+	}
+	return startTestClusterOn(t, fss, parts, acc, nil)
+}
+
+// startTestClusterOn starts one node on each of fss (whatever their
+// stores already hold: a restart bootstraps nothing), with parts
+// partitions, all sharing acc; tweak, if set, adjusts every engine's
+// Options (before the engines start) and every group's raft.Config.
+func startTestClusterOn(t *testing.T, fss []vfs.FS, parts int, acc *fakeAccount, tweak func(*Options, *raft.Config)) []*testNode {
+	t.Helper()
+	n := len(fss)
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("n%d", i+1)
 	}
 	nodes := make([]*testNode, n)
 	for i := range nodes {
-		st, err := store.Open(store.Options{Dir: "js", FS: vfs.NewMem()})
+		st, err := store.Open(store.Options{Dir: "js", FS: fss[i]})
 		if err != nil {
 			t.Fatal(err)
 		}
 		mem := store.NewMem()
-		e, err := New(Options{Store: st, Memory: mem, ServerVersion: "test", Log: quietLog(), Clustered: true})
+		o := Options{Store: st, Memory: mem, ServerVersion: "test", Log: quietLog(), Clustered: true}
+		if tweak != nil {
+			tweak(&o, nil)
+		}
+		e, err := New(o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,6 +136,9 @@ func startTestCluster(t *testing.T, n, parts int, acc *fakeAccount) []*testNode 
 			notify := make(chan bool, 16)
 			conf.NotifyCh = notify
 			conf.NoSnapshotRestoreOnStart, conf.RestoreCommittedLogs, conf.BatchApplyCh = true, true, true
+			if tweak != nil {
+				tweak(nil, conf)
+			}
 			rl, err := nd.st.RaftLog(uint16(g))
 			if err != nil {
 				t.Fatal(err)
@@ -129,7 +151,7 @@ func startTestCluster(t *testing.T, n, parts int, acc *fakeAccount) []*testNode 
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+			if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 				t.Fatal(err)
 			}
 			nd.groups = append(nd.groups, r)

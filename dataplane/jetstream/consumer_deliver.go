@@ -587,9 +587,17 @@ func (c *consumer) persist() {
 }
 
 // persistThen writes the consumer's state and runs then once it is
-// durable (or could not be written).
+// durable (or could not be written). A write whose fate is unknown (a
+// partition's leadership ended under it) runs nothing: the state may
+// never commit, and a double ack answered then is an acknowledgement the
+// next leader does not have.
 func (c *consumer) persistThen(then func()) {
-	if !c.s.ap.submit(&proposal{s: c.s, acct: c.a, kind: propConsumerState, cons: c, done: func(*proposal, result) { then() }}) {
+	done := func(_ *proposal, r result) {
+		if !isFateUnknown(r.err) {
+			then()
+		}
+	}
+	if !c.s.ap.submit(&proposal{s: c.s, acct: c.a, kind: propConsumerState, cons: c, done: done}) {
 		then()
 	}
 }

@@ -332,7 +332,11 @@ func (s *stream) acked(a *jsAccount, seqs []uint64, then func()) {
 	}
 	done := func(*proposal, result) {}
 	if then != nil {
-		done = func(*proposal, result) { then() }
+		done = func(_ *proposal, r result) {
+			if !isFateUnknown(r.err) { // see consumer.persistThen
+				then()
+			}
+		}
 	}
 	if !s.ap.submit(&proposal{s: s, acct: a, kind: propAcked, seqs: seqs, done: done}) && then != nil {
 		then()

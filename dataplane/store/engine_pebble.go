@@ -151,10 +151,15 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
+// Reads run under guard as writes do: Pebble reports corruption it meets
+// on a read (a block failing its checksum) through Fatalf, whose panic
+// must become the read's error and poison the engine, not kill whatever
+// goroutine was reading.
 func (e *pebbleEngine) get(key []byte, fn func(v []byte) error) error {
-	if err := e.failure(); err != nil {
-		return err
-	}
+	return e.guard(func() error { return e.getUnguarded(key, fn) })
+}
+
+func (e *pebbleEngine) getUnguarded(key []byte, fn func(v []byte) error) error {
 	v, closer, err := e.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return errKeyNotFound
@@ -167,14 +172,13 @@ func (e *pebbleEngine) get(key []byte, fn func(v []byte) error) error {
 }
 
 func (e *pebbleEngine) scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
-	if err := e.failure(); err != nil {
-		return err
-	}
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return fmt.Errorf("store: pebble iterator: %w", err)
-	}
-	return iterate(it, reverse, fn)
+	return e.guard(func() error {
+		it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		if err != nil {
+			return fmt.Errorf("store: pebble iterator: %w", err)
+		}
+		return iterate(it, reverse, fn)
+	})
 }
 
 // iterate runs a scan over it and closes it.
@@ -221,6 +225,10 @@ type pebbleCursor struct {
 }
 
 func (c *pebbleCursor) get(key []byte, fn func(v []byte) error) error {
+	return c.e.guard(func() error { return c.getUnguarded(key, fn) })
+}
+
+func (c *pebbleCursor) getUnguarded(key []byte, fn func(v []byte) error) error {
 	if !c.it.SeekGE(key) || !bytes.Equal(c.it.Key(), key) {
 		if err := c.it.Error(); err != nil {
 			return fmt.Errorf("store: pebble get %s: %w", describeKey(key), err)
@@ -235,6 +243,10 @@ func (c *pebbleCursor) get(key []byte, fn func(v []byte) error) error {
 }
 
 func (c *pebbleCursor) scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	return c.e.guard(func() error { return c.scanUnguarded(lower, upper, reverse, fn) })
+}
+
+func (c *pebbleCursor) scanUnguarded(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
 	var ok bool
 	switch {
 	case !reverse:
@@ -285,29 +297,27 @@ type pebbleSnapshot struct {
 }
 
 func (p pebbleSnapshot) get(key []byte, fn func(v []byte) error) error {
-	if err := p.e.failure(); err != nil {
-		return err
-	}
-	v, closer, err := p.s.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return errKeyNotFound
-	}
-	if err != nil {
-		return fmt.Errorf("store: pebble snapshot get %s: %w", describeKey(key), err)
-	}
-	defer closer.Close()
-	return fn(v)
+	return p.e.guard(func() error {
+		v, closer, err := p.s.Get(key)
+		if errors.Is(err, pebble.ErrNotFound) {
+			return errKeyNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("store: pebble snapshot get %s: %w", describeKey(key), err)
+		}
+		defer closer.Close()
+		return fn(v)
+	})
 }
 
 func (p pebbleSnapshot) scan(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
-	if err := p.e.failure(); err != nil {
-		return err
-	}
-	it, err := p.s.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return fmt.Errorf("store: pebble snapshot iterator: %w", err)
-	}
-	return iterate(it, reverse, fn)
+	return p.e.guard(func() error {
+		it, err := p.s.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		if err != nil {
+			return fmt.Errorf("store: pebble snapshot iterator: %w", err)
+		}
+		return iterate(it, reverse, fn)
+	})
 }
 
 func (p pebbleSnapshot) close() error { return p.s.Close() }
