@@ -137,6 +137,7 @@ type applier struct {
 	// group, for a partition's applier, is the raft group whose commit
 	// replaces the local one (replicate); nil for the node's own stores.
 	group ReplicaGroup
+	g     uint16 // the partition group's number
 	// lost is set once a partition's applier must write nothing more:
 	// leadership ended or an entry's fate became unknown.
 	lost atomic.Bool

@@ -143,8 +143,11 @@ type clusterState struct {
 	// lead holds one channel per group for leadership changes (latest
 	// wins), each drained by its own worker; set by StartCluster.
 	lead atomic.Pointer[[]chan bool]
-	wg   sync.WaitGroup
-	quit chan struct{}
+	// reloads, one per group, ask its worker for a fresh term (reload);
+	// set by StartCluster before the workers start.
+	reloads []chan struct{}
+	wg      sync.WaitGroup
+	quit    chan struct{}
 }
 
 func newClusterState(e *Engine) *clusterState {
@@ -165,6 +168,10 @@ func (e *Engine) StartCluster(r Replication) error {
 	}
 	c.r = r
 	lead := make([]chan bool, r.Partitions()+1)
+	c.reloads = make([]chan struct{}, len(lead))
+	for g := range c.reloads {
+		c.reloads[g] = make(chan struct{}, 1)
+	}
 	for g := range lead {
 		ch := make(chan bool, 1)
 		lead[g] = ch
@@ -213,7 +220,9 @@ func (e *Engine) LeaderChanged(g uint16, leader bool) {
 
 // leadLoop applies group g's leadership changes in order, one at a time.
 func (c *clusterState) leadLoop(g uint16, ch chan bool) {
-	leading := false
+	leading, want := false, false
+	var retry <-chan time.Time
+	reload := c.reloads[g]
 	for {
 		select {
 		case <-c.quit:
@@ -221,23 +230,50 @@ func (c *clusterState) leadLoop(g uint16, ch chan bool) {
 				c.release(g)
 			}
 			return
-		case want := <-ch:
-			if want == leading {
-				continue
-			}
-			if g == 0 {
-				leading = want && c.takeMeta()
-				if !leading {
-					c.ledSince(0, time.Time{})
-				}
-				continue
-			}
-			if want {
-				leading = c.take(g)
-			} else {
+		case want = <-ch:
+		case <-retry:
+			retry = nil
+		case <-reload:
+			// This node's term ended (an entry of unknown fate) but raft
+			// still has it lead: drop the term, start a fresh one.
+			if leading && g != 0 {
 				c.release(g)
 				leading = false
 			}
+		}
+		if want == leading {
+			continue
+		}
+		switch {
+		case g == 0:
+			leading = want && c.takeMeta()
+			if !leading {
+				c.ledSince(0, time.Time{})
+			}
+		case want:
+			leading = c.take(g)
+		default:
+			c.release(g)
+			leading = false
+		}
+		if want && !leading {
+			// Raft says leader but the take failed (a barrier timed
+			// out): try again, or the group would stay unserved.
+			retry = time.After(retakeAfter)
+		}
+	}
+}
+
+// retakeAfter is how long a failed take waits before it is tried again.
+const retakeAfter = 250 * time.Millisecond
+
+// reload asks group g's worker to end this node's term and start a new
+// one if it still leads. It never blocks.
+func (c *clusterState) reload(g uint16) {
+	if int(g) < len(c.reloads) {
+		select {
+		case c.reloads[g] <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -278,7 +314,7 @@ func (c *clusterState) take(g uint16) bool {
 	}
 	e := c.e
 	ap := newApplier(e, e.opts.Store, 0, e.opts.MaxFileStore)
-	ap.group = grp
+	ap.group, ap.g = grp, g
 	ap.used.Store(e.file.used.Load())
 	e.wg.Add(1)
 	go func() {
@@ -452,7 +488,13 @@ func (ap *applier) entryLost(err error) error {
 	if !ap.lost.Swap(true) {
 		ap.e.log.Warn("jetstream partition entry not committed; leaving the partition", "err", err)
 		if ap.group.IsLeader() {
-			go func() { _ = ap.group.TransferLeadership("") }()
+			go func() {
+				if ap.group.TransferLeadership("") != nil && ap.group.IsLeader() {
+					// Nobody took over: lead on with a fresh term
+					// rather than with one that answers nothing.
+					ap.e.cl.reload(ap.g)
+				}
+			}()
 		}
 	}
 	if neverAppended(err) {

@@ -587,18 +587,22 @@ func (c *consumer) persist() {
 }
 
 // persistThen writes the consumer's state and runs then once it is
-// durable (or could not be written). A write whose fate is unknown (a
-// partition's leadership ended under it) runs nothing: the state may
-// never commit, and a double ack answered then is an acknowledgement the
-// next leader does not have.
+// durable (see thenIfDurable).
 func (c *consumer) persistThen(then func()) {
-	done := func(_ *proposal, r result) {
-		if !isFateUnknown(r.err) {
+	c.s.ap.submit(&proposal{s: c.s, acct: c.a, kind: propConsumerState, cons: c, done: thenIfDurable(then)})
+}
+
+// thenIfDurable is the completion of a write that answers a double ack:
+// then runs only if the write is durable. A write that failed, was never
+// appended, or whose fate is unknown (a partition's leadership ended
+// under it) runs nothing: an ack answered then is one a restart or the
+// next leader may not have, and the client's wait for the answer times
+// out instead, so it acks again.
+func thenIfDurable(then func()) func(*proposal, result) {
+	return func(_ *proposal, r result) {
+		if r.err == nil {
 			then()
 		}
-	}
-	if !c.s.ap.submit(&proposal{s: c.s, acct: c.a, kind: propConsumerState, cons: c, done: done}) {
-		then()
 	}
 }
 

@@ -332,15 +332,9 @@ func (s *stream) acked(a *jsAccount, seqs []uint64, then func()) {
 	}
 	done := func(*proposal, result) {}
 	if then != nil {
-		done = func(_ *proposal, r result) {
-			if !isFateUnknown(r.err) { // see consumer.persistThen
-				then()
-			}
-		}
+		done = thenIfDurable(then)
 	}
-	if !s.ap.submit(&proposal{s: s, acct: a, kind: propAcked, seqs: seqs, done: done}) && then != nil {
-		then()
-	}
+	s.ap.submit(&proposal{s: s, acct: a, kind: propAcked, seqs: seqs, done: done})
 }
 
 // markDurable records that everything up to seq is on stable storage and
