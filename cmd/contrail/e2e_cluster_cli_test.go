@@ -199,7 +199,7 @@ func TestClusterCLIStream(t *testing.T) {
 	if !r.Success || r.Type != "io.nats.jetstream.api.v1.stream_leader_stepdown_response" {
 		t.Fatalf("stepdown to %s: %+v %+v", to.ID, r, r.Error)
 	}
-	waitFor(t, 5*time.Second, "leadership on "+to.ID, func() bool {
+	waitFor(t, clusterTimeout(), "leadership on "+to.ID, func() bool {
 		l, _ := streamLeader(t, js, nodes, "ORDERS")
 		return l == to
 	})

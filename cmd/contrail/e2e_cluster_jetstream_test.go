@@ -20,6 +20,16 @@ func reconnecting() nats.Option {
 	}
 }
 
+// clusterTimeout bounds the waits for a cluster to settle (a leader after
+// a failover, a replica current again): race-built nodes on two loaded
+// cores run raft at three times the timeouts and several times slower.
+func clusterTimeout() time.Duration {
+	if raceEnabled() {
+		return 3 * startTimeout
+	}
+	return startTimeout
+}
+
 // clusterURLs is every node's client URL, as a user gives nats.go.
 func clusterURLs(nodes []*clusterNode) string {
 	urls := make([]string, len(nodes))
@@ -69,7 +79,7 @@ func streamLeader(t *testing.T, js jetstream.JetStream, nodes []*clusterNode, na
 	t.Helper()
 	var leader *clusterNode
 	var info *jetstream.StreamInfo
-	waitFor(t, startTimeout, "a leader for "+name, func() bool {
+	waitFor(t, clusterTimeout(), "a leader for "+name, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		s, err := js.Stream(ctx, name)
