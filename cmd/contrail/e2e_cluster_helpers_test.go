@@ -101,7 +101,9 @@ func (cn *clusterNode) launch(t testing.TB) {
 // waitHealthy waits until the node's /healthz answers 200.
 func (cn *clusterNode) waitHealthy(t testing.TB) {
 	t.Helper()
-	if err := waitHealthy(cn.proc, cn.MonURL); err != nil {
+	// A clustered node is healthy once caught up, which takes a race-
+	// built node on loaded cores longer.
+	if err := waitHealthyWithin(cn.proc, cn.MonURL, clusterTimeout()); err != nil {
 		cn.proc.stop()
 		t.Fatal(err)
 	}

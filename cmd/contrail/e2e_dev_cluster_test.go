@@ -85,7 +85,9 @@ func TestDevCluster(t *testing.T) {
 		waitFor(t, startTimeout, "stream info "+when, func() bool {
 			si = info{}
 			err = natsJSON(t, &si, "--server", urls[0], "--creds", creds, "stream", "info", "R3", "--json")
-			return err == nil && si.Cluster.Leader != ""
+			// Core publishes are not acknowledged: the stream
+			// holds them once its leader has applied them.
+			return err == nil && si.Cluster.Leader != "" && si.State.Msgs == 3
 		})
 		if si.Config.Replicas != 3 || len(si.Cluster.Replicas) != 2 || si.State.Msgs != 3 {
 			t.Fatalf("%s: stream info: %+v", when, si)

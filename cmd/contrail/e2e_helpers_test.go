@@ -270,8 +270,13 @@ func tryStartNode(t testing.TB, o nodeOpts, dir string) (*node, error) {
 // startTimeout passes. The client listener is bound before monitoring, so
 // a healthy monitor means clients can connect.
 func waitHealthy(p *proc, monURL string) error {
+	return waitHealthyWithin(p, monURL, startTimeout)
+}
+
+// waitHealthyWithin is waitHealthy with its own deadline.
+func waitHealthyWithin(p *proc, monURL string, within time.Duration) error {
 	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(startTimeout)
+	deadline := time.Now().Add(within)
 	for {
 		resp, err := client.Get(monURL + "/healthz")
 		if err == nil {
