@@ -81,7 +81,9 @@ func startRaft(opts *config.Options, cport *mux.Mux, st *store.Store, engine *je
 // stopRaft hands this node's leaderships to the others, then stops its
 // groups, so a planned stop costs clients no election wait.
 func stopRaft(node *cluster.Node, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Bounded: when the peers stop too (a whole cluster shut down), no
+	// transfer can succeed, and the stop must not wait on each.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := node.Shutdown(ctx); err != nil && !errors.Is(err, cluster.ErrClosed) {
 		log.Warn("raft shutdown", "err", err)
