@@ -109,20 +109,17 @@ func (a *jsAccount) replyLeaderless(reply string, r apiRoute) {
 	time.AfterFunc(errRespDelay, func() { a.reply(reply, r.fail(api.NewClusterNotAvailableError())) })
 }
 
-// catalogNames lists an account's streams from the catalog, optionally
-// only those whose subjects overlap filter.
+// catalogNames lists an account's streams from the catalog in name
+// order, optionally only those whose subjects overlap filter.
 func (c *clusterState) catalogNames(account, filter string) []*assignment {
-	all := c.catalog.streams(account)
 	if filter == "" {
-		return all
+		return c.catalog.streams(account)
 	}
-	var out []*assignment
-	for _, asg := range all {
-		idx := newStreamIndex(1)
-		idx.put(&stream{}, asg.Config)
-		if idx.overlaps([]string{filter}, nil) {
-			out = append(out, asg)
-		}
+	idx, of := c.catalogIndex(account, "")
+	matched := idx.matching(filter)
+	out := make([]*assignment, 0, len(matched))
+	for _, s := range matched {
+		out = append(out, of[s])
 	}
 	return out
 }

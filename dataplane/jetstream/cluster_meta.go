@@ -465,17 +465,30 @@ func (c *clusterState) checkCreate(a *jsAccount, cfg *api.StreamConfig) *api.Err
 }
 
 // overlaps reports whether subjects overlap another stream of the account
-// in the catalog. Meta operations are rare; the account's subjects are
-// indexed for the one check.
+// in the catalog, by the same index a single node checks with.
 func (c *clusterState) overlaps(account, name string, subjects []string) bool {
-	others := c.catalog.streams(account)
-	idx := newStreamIndex(len(others))
-	for _, other := range others {
-		if other.Name != name {
-			idx.put(&stream{}, other.Config)
+	idx, _ := c.catalogIndex(account, name)
+	return idx.overlaps(subjects, nil)
+}
+
+// catalogIndex files the account's catalog streams but except (the one
+// being updated; "" for none) in a stream index, so that catalog-wide
+// checks and listings use the mechanism a single node uses on its own
+// streams. Each stand-in stream maps back to its assignment. Meta
+// operations and listings are rare beside publishes: the index is built
+// for the one call.
+func (c *clusterState) catalogIndex(account, except string) (*streamIndex, map[*stream]*assignment) {
+	all := c.catalog.streams(account)
+	idx := newStreamIndex(len(all))
+	of := make(map[*stream]*assignment, len(all))
+	for _, asg := range all {
+		if asg.Name != except {
+			s := &stream{}
+			idx.put(s, asg.Config)
+			of[s] = asg
 		}
 	}
-	return idx.overlaps(subjects, nil)
+	return idx, of
 }
 
 // peerDigits is the alphabet of peer hashes, as nats-server prints them.

@@ -17,7 +17,6 @@ func (e *Engine) adopt(streams []*stream) {
 		if a != nil {
 			a.create.Lock()
 			if a.enabled.Load() {
-				s.ledger = a.ledger
 				err := a.attach(s)
 				a.create.Unlock()
 				if err != nil {
