@@ -132,11 +132,7 @@ func checkClusterBlock(t *testing.T, ci *jetstream.ClusterInfo) {
 func TestClusterCLIStream(t *testing.T) {
 	nodes := startCluster(t, 3, clusterOpts{})
 	waitMesh(t, nodes)
-	nc := connect(t, clusterURLs(nodes), reconnecting())
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := clusterJS(t, clusterURLs(nodes))
 	createR3(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
 	publishAcked(t, js, "orders.new", "one")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -405,11 +401,7 @@ func healthzOf(t *testing.T, cn *clusterNode) (int, map[string]any) {
 func TestClusterNoLeader(t *testing.T) {
 	nodes := startCluster(t, 3, clusterOpts{})
 	waitMesh(t, nodes)
-	nc := connect(t, clusterURLs(nodes), reconnecting())
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := clusterJS(t, clusterURLs(nodes))
 	createR3(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
 	publishAcked(t, js, "orders.new", "one")
 	for _, n := range nodes {

@@ -306,12 +306,7 @@ func startFaultCluster(t *testing.T, proxied bool) *faultCluster {
 	}
 	fc.nodes = startCluster(t, 3, o)
 	waitMesh(t, fc.nodes)
-	fc.nc = connect(t, clusterURLs(fc.nodes), reconnecting())
-	t.Cleanup(fc.nc.Close)
-	var err error
-	if fc.js, err = jetstream.New(fc.nc); err != nil {
-		t.Fatal(err)
-	}
+	fc.nc, fc.js = clusterJS(t, clusterURLs(fc.nodes))
 	createR3(t, fc.js, jetstream.StreamConfig{Name: faultStream, Subjects: []string{"faults.>"}, Replicas: 3,
 		Duplicates: 10 * time.Minute})
 	streamLeader(t, fc.js, fc.nodes, faultStream)

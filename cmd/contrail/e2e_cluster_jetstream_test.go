@@ -30,6 +30,20 @@ func clusterTimeout() time.Duration {
 	return startTimeout
 }
 
+// clusterJS connects to urls (failing over between them, as a user's
+// client does) and returns the connection, closed when the test ends, and
+// its JetStream context.
+func clusterJS(t *testing.T, urls string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc := connect(t, urls, reconnecting())
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
 // clusterURLs is every node's client URL, as a user gives nats.go.
 func clusterURLs(nodes []*clusterNode) string {
 	urls := make([]string, len(nodes))
@@ -108,12 +122,7 @@ func streamLeader(t *testing.T, js jetstream.JetStream, nodes []*clusterNode, na
 func TestClusterJetStreamFailover(t *testing.T) {
 	nodes := startCluster(t, 3, clusterOpts{})
 	waitMesh(t, nodes)
-	nc := connect(t, clusterURLs(nodes), reconnecting())
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := clusterJS(t, clusterURLs(nodes))
 	createR3(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
 	leader, info := streamLeader(t, js, nodes, "ORDERS")
 	if len(info.Cluster.Replicas) != 2 {
@@ -201,12 +210,7 @@ func TestClusterJetStreamFailover(t *testing.T) {
 // later, joins and catches up (its copy then serves as the leader's).
 func TestClusterFormsWithMajority(t *testing.T) {
 	nodes := startCluster(t, 3, clusterOpts{late: 1})
-	nc := connect(t, nodes[0].URL+","+nodes[1].URL, reconnecting())
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := clusterJS(t, nodes[0].URL+","+nodes[1].URL)
 	createR3(t, js, jetstream.StreamConfig{Name: "EARLY", Subjects: []string{"early.>"}, Replicas: 3})
 	for i := range 50 {
 		publishAcked(t, js, "early.x", fmt.Sprintf("e%02d", i))
