@@ -20,21 +20,22 @@ const balanceHold = 30 * time.Second
 
 // balanceState is what the balancer remembers between passes.
 type balanceState struct {
-	seen map[uint16]string    // each partition's leader as last observed or moved
-	held map[uint16]time.Time // partitions moved last, until then
+	terms map[uint16]uint64    // each partition's raft term as last observed
+	held  map[uint16]time.Time // partitions whose leader changed lately, until then
 }
 
-// observe notes each partition's leader; one that changed since the last
-// pass, not by a move of the balancer, is held.
+// observe holds every partition whose raft term moved since the last
+// pass. The term, not the leader's name, is what is compared: a stepdown
+// and a stepdown back between two passes leaves the same leader but is
+// still an operator's recent choice. The balancer's own moves are held
+// too, which keeps it from moving one partition back and forth.
 func (b *balanceState) observe(groups []*Group, now time.Time) {
 	for _, g := range groups {
-		l := g.Leader()
-		if prev, ok := b.seen[g.id]; ok && l != "" && prev != l {
+		term := g.Term()
+		if prev, ok := b.terms[g.id]; ok && term != prev {
 			b.held[g.id] = now.Add(balanceHold)
 		}
-		if l != "" {
-			b.seen[g.id] = l
-		}
+		b.terms[g.id] = term
 		if until, ok := b.held[g.id]; ok && now.After(until) {
 			delete(b.held, g.id)
 		}
@@ -46,7 +47,7 @@ func (b *balanceState) observe(groups []*Group, now time.Time) {
 // each live node leads about P/N partitions.
 func (n *Node) balance() {
 	defer n.wg.Done()
-	b := &balanceState{seen: map[uint16]string{}, held: map[uint16]time.Time{}}
+	b := &balanceState{terms: map[uint16]uint64{}, held: map[uint16]time.Time{}}
 	for n.sleep(n.cfg.BalanceInterval) {
 		b.observe(n.groups[1:], time.Now())
 		if n.draining.Load() || !n.groups[MetaGroup].IsLeader() {
@@ -54,7 +55,6 @@ func (n *Node) balance() {
 		}
 		var wg sync.WaitGroup
 		for _, m := range n.plan(b.held) {
-			b.seen[m.group.id] = m.to
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -250,6 +250,16 @@ func (g *Group) Leader() string {
 	return nodeName(id)
 }
 
+// Term is the raft term this node last saw for the group, 0 before Ready.
+// Every change of leader, by election or transfer, starts a new term.
+func (g *Group) Term() uint64 {
+	r := g.raft()
+	if r == nil {
+		return 0
+	}
+	return r.CurrentTerm()
+}
+
 // OnLeader registers fn to be told of every change of this node's
 // leadership of the group. Calls for one group are serial, in order, on
 // a goroutine of their own: fn may block without stalling raft, but it
