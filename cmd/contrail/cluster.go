@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,15 @@ func startRaft(opts *config.Options, cport *mux.Mux, st *store.Store, engine *je
 		Peers: peers,
 		Mux:   cport,
 		Open: func(g uint16) (raft.FSM, raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
+			// A snapshot install cut short left the group's records
+			// half replaced: this copy is discarded, and the group
+			// rejoins as on a node that never had it.
+			if broken, err := st.NeedsRepair(g); broken {
+				log.Warn("raft group's state is marked for repair: discarding it to rejoin", "group", g, "err", err)
+				if err := st.ResetGroup(g); err != nil {
+					return nil, nil, nil, nil, err
+				}
+			}
 			fsm, err := engine.FSM(g)
 			if err != nil {
 				return nil, nil, nil, nil, err
@@ -58,6 +68,7 @@ func startRaft(opts *config.Options, cport *mux.Mux, st *store.Store, engine *je
 			}
 			return fsm, logs, rl, st.SnapshotStore(g), nil
 		},
+		Reset:            st.ResetGroup,
 		Log:              log.With("component", "raft"),
 		TimingMultiplier: max(opts.Cluster.RaftMultiplier, 1),
 	})
@@ -104,6 +115,14 @@ func (r replication) Partitions() int     { return len(r.node.Groups()) - 1 }
 func (r replication) Group(g uint16) jetstream.ReplicaGroup {
 	return replicaGroup{r.node.Group(g)}
 }
+func (r replication) Call(node, op string, group uint16, body []byte) ([]byte, error) {
+	return r.node.Call(node, op, group, body)
+}
+func (r replication) Handle(op string, fn func(from string, group uint16, body []byte) ([]byte, error)) {
+	r.node.Handle(op, func(from string, group uint16, body json.RawMessage) (json.RawMessage, error) {
+		return fn(from, group, body)
+	})
+}
 
 // replicaGroup adapts a cluster.Group to jetstream.ReplicaGroup.
 type replicaGroup struct{ g *cluster.Group }
@@ -111,6 +130,10 @@ type replicaGroup struct{ g *cluster.Group }
 func (rg replicaGroup) Apply(data []byte, timeout time.Duration) raft.ApplyFuture {
 	return rg.g.Apply(data, timeout)
 }
+func (rg replicaGroup) ApplyMarker(ext []byte, timeout time.Duration) raft.ApplyFuture {
+	return rg.g.ApplyLog(raft.Log{Extensions: ext}, timeout)
+}
+func (rg replicaGroup) Repair() error                       { return rg.g.Repair() }
 func (rg replicaGroup) IsLeader() bool                      { return rg.g.IsLeader() }
 func (rg replicaGroup) Leader() string                      { return rg.g.Leader() }
 func (rg replicaGroup) Barrier(timeout time.Duration) error { return rg.g.Barrier(timeout) }

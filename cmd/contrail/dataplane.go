@@ -36,6 +36,7 @@ type dataplaneFlags struct {
 	operator, resolver, systemAccount          string
 	nodeID, clusterAddr, peers, clusterName    string
 	raftMultiplier                             int
+	digestInterval                             time.Duration
 	set                                        map[string]bool
 }
 
@@ -59,6 +60,7 @@ func parseDataplaneFlags(args []string, stderr io.Writer) (*dataplaneFlags, erro
 	fs.StringVar(&f.peers, "peers", "", "initial cluster members, this node included: n1=host:port,n2=host:port,...")
 	fs.StringVar(&f.clusterName, "cluster-name", config.DefaultClusterName, "cluster name; nodes of another cluster are refused")
 	fs.IntVar(&f.raftMultiplier, "raft-multiplier", 1, "scales raft's heartbeat, election and lease timeouts (1: 250 ms, for a LAN; 3-5 for slow or shared machines): failover takes about this many times longer, spurious elections under load get rarer")
+	fs.DurationVar(&f.digestInterval, "digest-interval", config.DefaultDigestInterval, "how often the replicas of each partition compare digests of what they hold, a divergent copy being replaced from the others; 0 never")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -171,8 +173,12 @@ func (f *dataplaneFlags) clusterOptions(opts *config.Options) error {
 	if f.raftMultiplier < 1 || f.raftMultiplier > 10 {
 		return fmt.Errorf("--raft-multiplier: %d is not between 1 and 10", f.raftMultiplier)
 	}
+	if f.digestInterval != 0 && f.digestInterval < time.Second {
+		return fmt.Errorf("--digest-interval: %v is under a second (0 turns the check off)", f.digestInterval)
+	}
 	if opts.Cluster != nil {
 		opts.Cluster.RaftMultiplier = f.raftMultiplier
+		opts.Cluster.DigestInterval = f.digestInterval
 	}
 	if f.set["cluster-name"] {
 		opts.Cluster.Name = f.clusterName
@@ -396,6 +402,7 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 		NodeMaxBufferedMsgs: jsOpts.NodeMaxBufferedMsgs, NodeMaxBufferedSize: jsOpts.NodeMaxBufferedSize,
 		Domain: jsOpts.Domain, ServerVersion: server.Version, ServerName: srv.Name(),
 		Log: log.With("component", "jetstream"), Clustered: clustered(opts), LoadAccount: loadAcc,
+		DigestInterval: digestInterval(opts),
 	})
 	if err != nil {
 		js.close()
@@ -431,4 +438,12 @@ func (js *jetStream) close() {
 			}
 		}
 	}
+}
+
+// digestInterval is the digest check's period on a cluster; 0 alone.
+func digestInterval(opts *config.Options) time.Duration {
+	if !clustered(opts) {
+		return 0
+	}
+	return opts.Cluster.DigestInterval
 }

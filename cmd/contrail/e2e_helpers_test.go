@@ -152,9 +152,14 @@ func (p *proc) stop() {
 		code, ok := p.wait(stopTimeout)
 		switch {
 		case !ok:
-			p.cmd.Process.Kill()
-			p.wait(stopTimeout)
-			p.t.Errorf("%s did not exit within %v of SIGTERM; killed", p.name, stopTimeout)
+			// SIGQUIT makes the Go runtime print every goroutine's
+			// stack on the way out: what the stop waits for.
+			p.cmd.Process.Signal(syscall.SIGQUIT)
+			if _, ok := p.wait(stopTimeout); !ok {
+				p.cmd.Process.Kill()
+				p.wait(stopTimeout)
+			}
+			p.t.Errorf("%s did not exit within %v of SIGTERM; stopped with SIGQUIT (stacks in its output)", p.name, stopTimeout)
 		case code != 0 && p.cleanExit:
 			p.t.Errorf("%s exited with status %d after SIGTERM, want 0", p.name, code)
 		}
@@ -166,6 +171,14 @@ func (p *proc) stop() {
 	}
 	if p.t.Failed() {
 		p.t.Logf("%s output (last 8 KiB):\n%s", p.name, tail(out, 8<<10))
+		// CONTRAIL_TEST_LOGDIR keeps the whole output of a failed test's
+		// processes, for the failures 8 KiB does not explain.
+		if dir := os.Getenv("CONTRAIL_TEST_LOGDIR"); dir != "" {
+			name := strings.NewReplacer("/", "_", " ", "_").Replace(p.t.Name()) + "-" + p.name + "-" + strconv.Itoa(p.cmd.Process.Pid) + ".log"
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(out), 0o644); err != nil {
+				p.t.Logf("keep %s output: %v", p.name, err)
+			}
+		}
 	}
 }
 

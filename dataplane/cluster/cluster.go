@@ -95,6 +95,11 @@ type Config struct {
 	// was removed from the cluster). Names outside Peers are refused
 	// whatever it says.
 	Admit func(group uint16, name string) error
+	// Reset, if set, discards everything this node holds of a group (its
+	// raft log and stable values, snapshots and the state its FSM keeps)
+	// and marks it for repair, durably. Group.Repair calls it while the
+	// group is stopped, then Open again.
+	Reset func(group uint16) error
 }
 
 func (c *Config) setDefaults() {
@@ -185,6 +190,11 @@ type Node struct {
 	draining atomic.Bool
 	// rounds counts the discovery rounds run (tests wait on it).
 	rounds atomic.Uint64
+	// handlers are the registered control operations.
+	handlers struct {
+		sync.Mutex
+		m map[string]Handler
+	}
 }
 
 // Start opens every group's stores and starts the groups: at once for

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -20,6 +21,8 @@ import (
 //   - state: which groups the answering node has state for (discovery).
 //   - join: "add this new incarnation of mine to the group" (rejoin).
 //   - transfer: "hand this group's leadership to that node" (balancing).
+//   - the operations the layers above register with Node.Handle, whose
+//     bodies this package does not read.
 //
 // Like raft's own traffic it trusts whoever reaches the cluster port.
 
@@ -38,6 +41,8 @@ type ctlRequest struct {
 	ID string `json:"id,omitempty"`
 	// To is the node a transfer hands the leadership to.
 	To string `json:"to,omitempty"`
+	// Body is a registered operation's request.
+	Body json.RawMessage `json:"body,omitempty"`
 }
 
 type ctlResponse struct {
@@ -50,10 +55,48 @@ type ctlResponse struct {
 	// Leader names the group's leader when the node asked is not it.
 	Leader string `json:"leader,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Body is a registered operation's answer.
+	Body json.RawMessage `json:"body,omitempty"`
 }
 
 // ctlLimit bounds a request's size: they are a few names long.
 const ctlLimit = 4 << 10
+
+// ctlAnswerLimit bounds an answer's size: a registered operation may
+// answer with a list (a partition's per-stream digests).
+const ctlAnswerLimit = 8 << 20
+
+// Handler serves a registered control operation: from is the asking
+// node's name, body its request. The answer must be JSON.
+type Handler func(from string, group uint16, body json.RawMessage) (json.RawMessage, error)
+
+// Handle registers fn for op. Call it before the node is asked op, once
+// per op; an op of this package's own may not be taken.
+func (n *Node) Handle(op string, fn Handler) {
+	switch op {
+	case opState, opJoin, opTransfer:
+		panic(fmt.Sprintf("cluster: control operation %q is the cluster's own", op))
+	}
+	n.handlers.Lock()
+	defer n.handlers.Unlock()
+	if n.handlers.m == nil {
+		n.handlers.m = map[string]Handler{}
+	}
+	if _, dup := n.handlers.m[op]; dup {
+		panic(fmt.Sprintf("cluster: control operation %q registered twice", op))
+	}
+	n.handlers.m[op] = fn
+}
+
+// Call asks the node named peer a registered operation and returns its
+// answer; an error the handler returned comes back as an error.
+func (n *Node) Call(peer, op string, group uint16, body json.RawMessage) (json.RawMessage, error) {
+	resp, err := n.call(peer, ctlRequest{Op: op, Group: group, Body: body})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
 
 func (n *Node) serveControl() {
 	defer n.wg.Done()
@@ -83,6 +126,7 @@ func (n *Node) serveConn(c net.Conn) {
 	if err := json.Unmarshal(line, &req); err != nil {
 		return
 	}
+	_ = c.SetDeadline(time.Now().Add(ctlTimeout(req.Op, n.mult)))
 	resp := n.answer(req)
 	resp.Node = n.cfg.Name
 	b, _ := json.Marshal(resp)
@@ -117,7 +161,17 @@ func (n *Node) answer(req ctlRequest) ctlResponse {
 		}
 		return ctlResponse{Done: done}
 	}
-	return ctlResponse{Error: fmt.Sprintf("unknown op %q", req.Op)}
+	n.handlers.Lock()
+	fn := n.handlers.m[req.Op]
+	n.handlers.Unlock()
+	if fn == nil {
+		return ctlResponse{Error: fmt.Sprintf("unknown op %q", req.Op)}
+	}
+	body, err := fn(req.From, req.Group, req.Body)
+	if err != nil {
+		return ctlResponse{Error: err.Error()}
+	}
+	return ctlResponse{Body: body}
 }
 
 func (n *Node) transferFor(g *Group, to string) error {
@@ -130,13 +184,20 @@ func (n *Node) transferFor(g *Group, to string) error {
 	return g.TransferLeadership(to)
 }
 
+// callTimeout bounds a registered operation's exchange (times the
+// timing multiplier): its handler must answer from what it has.
+const callTimeout = 10 * time.Second
+
 // ctlTimeout bounds one control exchange: joins and transfers wait for
 // raft to append a membership change or hand over leadership.
 func ctlTimeout(op string, mult time.Duration) time.Duration {
-	if op == opState {
+	switch op {
+	case opState:
 		return time.Second * mult
+	case opJoin, opTransfer:
+		return configTimeout + time.Second*mult
 	}
-	return configTimeout + time.Second*mult
+	return callTimeout * mult
 }
 
 // call sends req to the node named peer and returns its answer.
@@ -157,7 +218,7 @@ func (n *Node) call(peer string, req ctlRequest) (ctlResponse, error) {
 	if _, err := c.Write(append(b, '\n')); err != nil {
 		return ctlResponse{}, fmt.Errorf("%s %s: %w", req.Op, peer, err)
 	}
-	line, err := bufio.NewReaderSize(c, 1024).ReadSlice('\n')
+	line, err := bufio.NewReaderSize(io.LimitReader(c, ctlAnswerLimit), 1024).ReadBytes('\n')
 	if err != nil {
 		return ctlResponse{}, fmt.Errorf("%s %s: %w", req.Op, peer, err)
 	}

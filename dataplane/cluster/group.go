@@ -32,12 +32,19 @@ type Group struct {
 		repair bool
 	}
 
-	ready chan struct{}
-	r     atomic.Pointer[raft.Raft]
-	t     atomic.Pointer[transport]
-	// self is the raft id the group runs as. Set before ready closes.
-	self   raft.ServerID
+	ready     chan struct{}
+	readyOnce sync.Once
+	r         atomic.Pointer[raft.Raft]
+	t         atomic.Pointer[transport]
+	// self is the raft id the group runs as. Set before ready closes;
+	// a repair replaces it.
+	self   atomic.Pointer[raft.ServerID]
 	leader atomic.Bool
+	// stop is closed when the running raft instance is stopped for a
+	// repair, which ends the goroutines that serve it. Guarded by mu.
+	stop chan struct{}
+	// repairing serialises repairs.
+	repairing sync.Mutex
 	// joins counts the join requests sent while in repair.
 	joins atomic.Uint64
 
@@ -110,6 +117,10 @@ func (n *Node) addr(name string) (string, bool) {
 func (g *Group) launch(id raft.ServerID, bootstrap bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.launchLocked(id, bootstrap)
+}
+
+func (g *Group) launchLocked(id raft.ServerID, bootstrap bool) error {
 	if g.mu.shut {
 		return ErrClosed
 	}
@@ -137,18 +148,27 @@ func (g *Group) launch(id raft.ServerID, bootstrap bool) error {
 			return fmt.Errorf("group %d: bootstrap: %w", g.id, err)
 		}
 	}
-	g.self = id
+	g.self.Store(&id)
 	g.t.Store(t)
 	g.r.Store(r)
 	g.mu.launched = true
-	close(g.ready)
+	g.stop = make(chan struct{})
+	g.readyOnce.Do(func() { close(g.ready) })
 	g.n.wg.Add(1)
-	go g.watchLeader(r)
+	go g.watchLeader(r, g.stop)
 	if repair {
 		g.n.wg.Add(1)
-		go g.rejoin()
+		go g.rejoin(r, g.stable, g.stop)
 	}
 	return nil
+}
+
+// selfID is the raft id the group runs as, "" before it starts.
+func (g *Group) selfID() raft.ServerID {
+	if p := g.self.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // bootConfig is the fresh cluster's configuration: every --peers node a
@@ -164,26 +184,89 @@ func (n *Node) bootConfig() raft.Configuration {
 // watchLeader turns raft's leadership signal into the group's callbacks.
 // It runs on its own goroutine, so a slow callback delays later
 // callbacks, never raft.
-func (g *Group) watchLeader(r *raft.Raft) {
+func (g *Group) watchLeader(r *raft.Raft, stop <-chan struct{}) {
 	defer g.n.wg.Done()
 	ch := r.LeaderCh()
+	tell := func(isLeader bool) {
+		g.leader.Store(isLeader)
+		g.mu.Lock()
+		fns := append([]func(bool){}, g.mu.onLeader...)
+		g.mu.Unlock()
+		for _, fn := range fns {
+			fn(isLeader)
+		}
+	}
 	for {
 		select {
 		case isLeader := <-ch:
 			if isLeader {
 				g.t.Load().progress.reset()
 			}
-			g.leader.Store(isLeader)
-			g.mu.Lock()
-			fns := append([]func(bool){}, g.mu.onLeader...)
-			g.mu.Unlock()
-			for _, fn := range fns {
-				fn(isLeader)
+			tell(isLeader)
+		case <-stop:
+			// The instance stopped for a repair: whatever it led is
+			// no longer led here.
+			if g.leader.Load() {
+				tell(false)
 			}
+			return
 		case <-g.n.closing:
 			return
 		}
 	}
+}
+
+// ErrNoReset is Repair's answer when Config.Reset is not set.
+var ErrNoReset = errors.New("cluster: no reset function configured")
+
+// Repair replaces this node's copy of the group with the leader's, as
+// when the node lost it: it hands leadership away if it holds it, stops
+// the group's raft instance, has Config.Reset discard the group's state,
+// and starts the group again as a new incarnation in repair. Until the
+// leader has caught it up (log or snapshot) and made it a voter, it does
+// not vote. The members keep a quorum meanwhile only if the others are a
+// majority without this node: ask for a repair only then.
+func (g *Group) Repair() error {
+	if g.n.cfg.Reset == nil {
+		return fmt.Errorf("group %d: repair: %w", g.id, ErrNoReset)
+	}
+	g.repairing.Lock()
+	defer g.repairing.Unlock()
+	if g.IsLeader() {
+		if err := g.TransferLeadership(""); err != nil {
+			return fmt.Errorf("group %d: repair: hand the leadership over first: %w", g.id, err)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.shut {
+		return ErrClosed
+	}
+	if !g.mu.launched {
+		return fmt.Errorf("group %d: repair: %w", g.id, ErrNotStarted)
+	}
+	g.log.Warn("repair: discarding this node's copy of the group and rejoining", "id", g.selfID())
+	close(g.stop)
+	err := g.raft().Shutdown().Error()
+	g.mu.launched = false
+	if err != nil {
+		return fmt.Errorf("group %d: repair: stop: %w", g.id, err)
+	}
+	// From here a failure leaves the group stopped on this node; its
+	// state is reset or marked for repair, so a restart rejoins.
+	if err := g.n.cfg.Reset(g.id); err != nil {
+		return fmt.Errorf("group %d: repair: reset: %w", g.id, err)
+	}
+	fsm, logs, stable, snaps, err := g.n.cfg.Open(g.id)
+	if err != nil {
+		return fmt.Errorf("group %d: repair: open: %w", g.id, err)
+	}
+	g.fsm, g.logs, g.stable, g.snaps = fsm, logs, stable, snaps
+	id := newIncarnation(g.n.cfg.Name)
+	if err := persistStart(g.stable, id, true); err != nil {
+		return fmt.Errorf("group %d: repair: %w", g.id, err)
+	}
+	return g.launchLocked(id, false)
 }
 
 func (g *Group) shutdown() error {
@@ -216,7 +299,7 @@ func (g *Group) ServerID() string {
 	if g.raft() == nil {
 		return ""
 	}
-	return string(g.self)
+	return string(g.selfID())
 }
 
 // Raft is the group's raft instance, for what this type does not wrap;
@@ -232,6 +315,16 @@ func (g *Group) Apply(data []byte, timeout time.Duration) raft.ApplyFuture {
 		return errorFuture{ErrNotStarted}
 	}
 	return r.Apply(data, timeout)
+}
+
+// ApplyLog proposes an entry carrying l's Data and Extensions (raft
+// takes only those), as Apply does.
+func (g *Group) ApplyLog(l raft.Log, timeout time.Duration) raft.ApplyFuture {
+	r := g.raft()
+	if r == nil {
+		return errorFuture{ErrNotStarted}
+	}
+	return r.ApplyLog(l, timeout)
 }
 
 // IsLeader reports whether this node leads the group.
@@ -351,7 +444,7 @@ func (g *Group) Replicas() []Replica {
 	if r.State() == raft.Leader {
 		last := r.LastIndex()
 		for _, s := range servers {
-			if s.ID != g.self {
+			if s.ID != g.selfID() {
 				out = append(out, g.trans().progress.replica(s, last, g.n.mult, now))
 			}
 		}
@@ -359,7 +452,7 @@ func (g *Group) Replicas() []Replica {
 	}
 	_, leader := r.LeaderWithID()
 	for _, s := range servers {
-		if s.ID == g.self {
+		if s.ID == g.selfID() {
 			continue
 		}
 		rep := Replica{Name: nodeName(s.ID), Voter: s.Suffrage == raft.Voter}

@@ -165,6 +165,10 @@ func (c *testCluster) start(name string) *Node {
 			s := tn.stores[g]
 			return s.fsm, s.logs, s.logs, s.snaps, nil
 		},
+		Reset: func(g uint16) error {
+			tn.stores[g] = newGroupStores()
+			return nil
+		},
 	}
 	if c.tweak != nil {
 		c.tweak(&cfg)

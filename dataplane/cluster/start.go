@@ -48,8 +48,9 @@ func (g *Group) state() stateLevel {
 	g.mu.Lock()
 	id, launched := g.open.id, g.mu.launched
 	if launched {
-		id = g.self
+		id = g.selfID()
 	}
+	logs, snaps := g.logs, g.snaps
 	g.mu.Unlock()
 	if id == "" {
 		return stateNone
@@ -62,10 +63,10 @@ func (g *Group) state() stateLevel {
 		last = r.LastIndex()
 	} else {
 		var err error
-		if last, err = g.logs.LastIndex(); err != nil {
+		if last, err = logs.LastIndex(); err != nil {
 			return stateInUse
 		}
-		if snaps, err := g.snaps.List(); err != nil || len(snaps) > 0 {
+		if snaps, err := snaps.List(); err != nil || len(snaps) > 0 {
 			return stateInUse
 		}
 	}
@@ -148,16 +149,20 @@ func (g *Group) startRejoin() error {
 // repair. The incarnation is a voter only once the leader saw it caught
 // up (admit); it may vote from then on, as it never voted under this id
 // before and its log is a prefix of the leader's.
-func (g *Group) rejoin() {
+func (g *Group) rejoin(r *raft.Raft, stable raft.StableStore, stop <-chan struct{}) {
 	defer g.n.wg.Done()
-	r := g.raft()
 	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
 		if g.isVoter(r) {
-			if err := g.stable.SetUint64(StableKeyRepair, 0); err != nil {
+			if err := stable.SetUint64(StableKeyRepair, 0); err != nil {
 				g.log.Error("cannot clear the repair marker", "err", err)
 			} else {
 				g.trans().SetRepair(false)
-				g.log.Info("repair done: this node is a voter again", "id", g.self)
+				g.log.Info("repair done: this node is a voter again", "id", g.selfID())
 				return
 			}
 		} else {
@@ -171,7 +176,7 @@ func (g *Group) rejoin() {
 
 func (g *Group) isVoter(r *raft.Raft) bool {
 	for _, s := range r.GetConfiguration().Configuration().Servers {
-		if s.ID == g.self {
+		if s.ID == g.selfID() {
 			return s.Suffrage == raft.Voter
 		}
 	}
@@ -182,7 +187,7 @@ func (g *Group) isVoter(r *raft.Raft) bool {
 // every peer (only the leader acts on it).
 func (g *Group) askJoin(r *raft.Raft) {
 	g.joins.Add(1)
-	req := ctlRequest{Op: opJoin, Group: g.id, ID: string(g.self)}
+	req := ctlRequest{Op: opJoin, Group: g.id, ID: string(g.selfID())}
 	peers := g.n.others()
 	if _, id := r.LeaderWithID(); id != "" && nodeName(id) != g.n.cfg.Name {
 		peers = []string{nodeName(id)}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/contrail/contrail/dataplane/config/conf"
 )
@@ -30,7 +31,15 @@ type ClusterOptions struct {
 	// RaftMultiplier scales the raft groups' timeouts (--raft-multiplier;
 	// 0 means 1).
 	RaftMultiplier int
+	// DigestInterval is how often replicas compare their copies
+	// (--digest-interval; 0 never).
+	DigestInterval time.Duration
 }
+
+// DefaultDigestInterval is how often replicas compare their copies
+// unless told otherwise: hashing a partition reads all of it, so the
+// check is rare; divergence is a bug or rot, not an everyday event.
+const DefaultDigestInterval = 5 * time.Minute
 
 // Peer is one member of the cluster: its node id (the server name) and
 // its cluster port address.

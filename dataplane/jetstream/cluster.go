@@ -28,6 +28,11 @@ type Replication interface {
 	Partitions() int
 	// Group is raft group g.
 	Group(g uint16) ReplicaGroup
+	// Call asks node a question registered with Handle there, about
+	// group; the answer is the handler's, or its error.
+	Call(node, op string, group uint16, body []byte) ([]byte, error)
+	// Handle registers fn to answer op; called by StartCluster only.
+	Handle(op string, fn func(from string, group uint16, body []byte) ([]byte, error))
 }
 
 // ReplicaGroup is one raft group as the engine uses it.
@@ -45,6 +50,14 @@ type ReplicaGroup interface {
 	TransferLeadership(to string) error
 	// Replicas reports the other members as the leader sees them.
 	Replicas() []Replica
+	// ApplyMarker proposes an entry with no data, only ext as its
+	// extensions (the digest check's marker); leader only.
+	ApplyMarker(ext []byte, timeout time.Duration) raft.ApplyFuture
+	// Members is the names of the group's members, this node's included.
+	Members() []string
+	// Repair discards this node's copy of the group and rejoins it as a
+	// new member, caught up from the leader (see cluster.Group.Repair).
+	Repair() error
 }
 
 // Replica is one member of a group as its leader last heard from it.
@@ -137,6 +150,9 @@ type clusterState struct {
 	}
 	// accts holds what waits for accounts not registered here.
 	accts accountWaits
+	// digests are this node's digests of its partitions' copies, for
+	// the digest check (cluster_check.go).
+	digests *digests
 	// proposeMu serialises meta proposals on the meta leader: each is
 	// checked against the catalog its predecessor left.
 	proposeMu sync.Mutex
@@ -151,7 +167,7 @@ type clusterState struct {
 }
 
 func newClusterState(e *Engine) *clusterState {
-	c := &clusterState{e: e, catalog: newMetaCatalog(), quit: make(chan struct{})}
+	c := &clusterState{e: e, catalog: newMetaCatalog(), digests: newDigests(), quit: make(chan struct{})}
 	c.mu.parts = map[uint16]*applier{}
 	c.mu.deferred = map[uint16][]*metaEntry{}
 	c.mu.since = map[uint16]time.Time{}
@@ -182,6 +198,12 @@ func (e *Engine) StartCluster(r Replication) error {
 		}()
 	}
 	c.lead.Store(&lead)
+	r.Handle(digestOp, c.serveDigest)
+	r.Handle(repairOp, c.serveRepair)
+	if e.opts.DigestInterval > 0 {
+		c.wg.Add(1)
+		go c.checkLoop(e.opts.DigestInterval)
+	}
 	c.loadCatalogAccounts()
 	// A change raft reported before the channels existed was dropped;
 	// the current state stands in for it.
@@ -467,7 +489,10 @@ const commitWait = 10 * time.Second
 var errCommitWait = errors.New("jetstream: raft entry not answered in time")
 
 // waitEntry waits for f's outcome, at most commitWait.
-func waitEntry(f raft.ApplyFuture) error {
+func waitEntry(f raft.ApplyFuture) error { return waitEntryOr(f, nil) }
+
+// waitEntryOr is waitEntry that also gives up when stop closes.
+func waitEntryOr(f raft.ApplyFuture, stop <-chan struct{}) error {
 	ch := make(chan error, 1)
 	go func() { ch <- f.Error() }()
 	t := time.NewTimer(commitWait)
@@ -476,6 +501,8 @@ func waitEntry(f raft.ApplyFuture) error {
 	case err := <-ch:
 		return err
 	case <-t.C:
+		return errCommitWait
+	case <-stop:
 		return errCommitWait
 	}
 }

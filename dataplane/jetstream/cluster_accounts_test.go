@@ -32,7 +32,7 @@ func TestClusterCreateWaitsForAccount(t *testing.T) {
 				break
 			}
 		}
-		if err := (testGroup{meta.groups[1]}).TransferLeadership(to.name); err != nil {
+		if err := (testGroup{meta.groups[1], meta, 1}).TransferLeadership(to.name); err != nil {
 			t.Fatal(err)
 		}
 		waitForCond(t, "partition led by "+to.name, func() bool { return leaderOf(nodes, 1) == to })

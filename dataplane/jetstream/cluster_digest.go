@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
 	"github.com/contrail/contrail/dataplane/store"
@@ -60,33 +61,51 @@ func (e *Engine) StreamDigest(account, name string) (StreamDigest, error) {
 			return StreamDigest{}, fmt.Errorf("jetstream: digest of %s: %w", name, err)
 		}
 	}
-	data, conf := sha256.New(), sha256.New()
-	var n [binary.MaxVarintLen64]byte
-	put := func(h interface{ Write([]byte) (int, error) }, b []byte) {
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
-		h.Write(b)
-	}
-	err = st.StreamRecords(id, func(key, payload []byte, meta bool) error {
-		h := data
-		if meta {
-			h = conf
-		} else {
-			d.Records++
-		}
-		put(h, key)
-		put(h, payload)
-		return nil
-	})
-	if err != nil {
+	h := newRecordHasher()
+	if err := st.StreamRecords(id, h.add); err != nil {
 		return StreamDigest{}, fmt.Errorf("jetstream: digest of %s: %w", name, err)
 	}
+	d.Records = h.records
 	if info, err := st.LoadStream(id); err == nil {
 		d.Msgs, d.FirstSeq, d.LastSeq = info.State.Msgs, info.State.FirstSeq, info.State.LastSeq
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return StreamDigest{}, fmt.Errorf("jetstream: digest of %s: %w", name, err)
 	}
-	d.Hash, d.ConfigHash = hex.EncodeToString(data.Sum(nil)), hex.EncodeToString(conf.Sum(nil))
+	d.Hash, d.ConfigHash = h.sums()
 	return d, nil
+}
+
+// recordHasher reduces one stream's records, as the store lists them, to
+// StreamDigest's two hashes: each key and payload is hashed with its
+// length first, so no two sequences of records hash alike by shifting
+// bytes between them.
+type recordHasher struct {
+	data, conf hash.Hash
+	records    int
+	n          [binary.MaxVarintLen64]byte
+}
+
+func newRecordHasher() *recordHasher {
+	return &recordHasher{data: sha256.New(), conf: sha256.New()}
+}
+
+// add takes the next record; its signature is the store's record callback.
+func (h *recordHasher) add(key, payload []byte, meta bool) error {
+	w := h.conf
+	if !meta {
+		w = h.data
+		h.records++
+	}
+	for _, b := range [][]byte{key, payload} {
+		w.Write(h.n[:binary.PutUvarint(h.n[:], uint64(len(b)))])
+		w.Write(b)
+	}
+	return nil
+}
+
+// sums is the data and metadata hashes, in hex.
+func (h *recordHasher) sums() (data, conf string) {
+	return hex.EncodeToString(h.data.Sum(nil)), hex.EncodeToString(h.conf.Sum(nil))
 }
 
 // digestTarget finds the store and id of account's stream name.

@@ -19,6 +19,9 @@ type groupFSM struct {
 	st      *store.Store
 	g       uint16
 	applied uint64
+	// marker, if set, is called for each check marker (cluster_check.go)
+	// with every entry before it committed to the store.
+	marker func(index uint64)
 }
 
 // applyBatch commits logs through write, which adds one command's writes
@@ -28,7 +31,7 @@ type groupFSM struct {
 func (f *groupFSM) applyBatch(logs []*raft.Log, write func(b *store.Batch, l *raft.Log) any) []any {
 	out := make([]any, len(logs))
 	b := f.st.NewBatch()
-	defer b.Close()
+	defer func() { b.Close() }()
 	var last *raft.Log
 	for i, l := range logs {
 		if l.Index <= f.applied {
@@ -36,14 +39,29 @@ func (f *groupFSM) applyBatch(logs []*raft.Log, write func(b *store.Batch, l *ra
 		}
 		switch l.Type {
 		case raft.LogCommand:
+			if f.marker != nil && isDigestMarker(l.Extensions) {
+				// The marker's view holds exactly the entries before it.
+				f.commit(b, last)
+				b.Close()
+				b = f.st.NewBatch()
+				f.marker(l.Index)
+				break
+			}
 			out[i] = write(b, l)
 		case raft.LogConfiguration:
 			b.PutAppliedConfig(f.g, l.Index, l.Term, raft.DecodeConfiguration(l.Data))
 		}
 		last = l
 	}
-	if last == nil {
-		return out
+	f.commit(b, last)
+	return out
+}
+
+// commit commits b with last as the applied index, if last is beyond
+// what is applied.
+func (f *groupFSM) commit(b *store.Batch, last *raft.Log) {
+	if last == nil || last.Index <= f.applied {
+		return
 	}
 	b.PutApplied(f.g, last.Index, last.Term)
 	// Not synced: raft synced its own append of these entries, and a
@@ -55,7 +73,6 @@ func (f *groupFSM) applyBatch(logs []*raft.Log, write func(b *store.Batch, l *ra
 		panic(fmt.Sprintf("jetstream group %d: commit entries up to %d: %v", f.g, last.Index, err))
 	}
 	f.applied = last.Index
-	return out
 }
 
 // restore installs a snapshot the snapshot store received and reads the
@@ -97,6 +114,7 @@ func (e *Engine) FSM(g uint16) (raft.BatchingFSM, error) {
 	if g == 0 {
 		return &metaFSM{groupFSM: base, c: e.cl}, nil
 	}
+	base.marker = func(index uint64) { e.cl.markerApplied(g, index) }
 	return &partitionFSM{groupFSM: base, e: e}, nil
 }
 

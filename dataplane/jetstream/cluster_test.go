@@ -31,6 +31,21 @@ type testNode struct {
 	trans  []*raft.InmemTransport
 	quit   chan struct{}
 	wg     sync.WaitGroup
+	// peers are every node of the test cluster, by name, for Call.
+	peers map[string]*testNode
+
+	mu struct {
+		sync.Mutex
+		handlers map[string]func(from string, group uint16, body []byte) ([]byte, error)
+		repairs  map[uint16]int // Repair calls by group
+	}
+}
+
+// repairs is how many times group g was asked to repair on the node.
+func (nd *testNode) repairs(g uint16) int {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.mu.repairs[g]
 }
 
 // testRepl is the Replication of a testNode.
@@ -39,13 +54,63 @@ type testRepl struct {
 	peers []string
 }
 
+func (r *testRepl) Call(node, op string, group uint16, body []byte) ([]byte, error) {
+	to := r.n.peers[node]
+	if to == nil {
+		return nil, fmt.Errorf("no node %q", node)
+	}
+	to.mu.Lock()
+	fn := to.mu.handlers[op]
+	to.mu.Unlock()
+	if fn == nil {
+		return nil, fmt.Errorf("unknown op %q", op)
+	}
+	return fn(r.n.name, group, body)
+}
+
+func (r *testRepl) Handle(op string, fn func(from string, group uint16, body []byte) ([]byte, error)) {
+	r.n.mu.Lock()
+	defer r.n.mu.Unlock()
+	if r.n.mu.handlers == nil {
+		r.n.mu.handlers = map[string]func(string, uint16, []byte) ([]byte, error){}
+	}
+	r.n.mu.handlers[op] = fn
+}
+
 func (r *testRepl) NodeID() string              { return r.n.name }
 func (r *testRepl) ClusterName() string         { return "test" }
 func (r *testRepl) Peers() []string             { return r.peers }
 func (r *testRepl) Partitions() int             { return len(r.n.groups) - 1 }
-func (r *testRepl) Group(g uint16) ReplicaGroup { return testGroup{r.n.groups[g]} }
+func (r *testRepl) Group(g uint16) ReplicaGroup { return testGroup{r.n.groups[g], r.n, g} }
 
-type testGroup struct{ r *raft.Raft }
+// testGroup is one raft group of a testNode. Its Repair only counts the
+// call: the in-process raft groups cannot rejoin (the cluster package
+// tests that part, and the e2e tests the whole).
+type testGroup struct {
+	r  *raft.Raft
+	n  *testNode
+	id uint16
+}
+
+func (g testGroup) ApplyMarker(ext []byte, timeout time.Duration) raft.ApplyFuture {
+	return g.r.ApplyLog(raft.Log{Extensions: ext}, timeout)
+}
+func (g testGroup) Members() []string {
+	var names []string
+	for _, s := range g.r.GetConfiguration().Configuration().Servers {
+		names = append(names, string(s.ID))
+	}
+	return names
+}
+func (g testGroup) Repair() error {
+	g.n.mu.Lock()
+	defer g.n.mu.Unlock()
+	if g.n.mu.repairs == nil {
+		g.n.mu.repairs = map[uint16]int{}
+	}
+	g.n.mu.repairs[g.id]++
+	return nil
+}
 
 func (g testGroup) Apply(data []byte, timeout time.Duration) raft.ApplyFuture {
 	return g.r.Apply(data, timeout)
@@ -169,7 +234,12 @@ func startTestClusterOn(t *testing.T, fss []vfs.FS, parts int, acc *fakeAccount,
 			}(uint16(g), nd.e)
 		}
 	}
+	byName := map[string]*testNode{}
 	for _, nd := range nodes {
+		byName[nd.name] = nd
+	}
+	for _, nd := range nodes {
+		nd.peers = byName
 		if err := nd.e.StartCluster(&testRepl{n: nd, peers: names}); err != nil {
 			t.Fatal(err)
 		}

@@ -69,6 +69,10 @@ type Options struct {
 	// created through the meta group and replicated ones live in
 	// partitions (StartCluster connects the raft groups).
 	Clustered bool
+	// DigestInterval is how often, on a cluster, each partition's leader
+	// has the partition's copies compared and a divergent one repaired
+	// (cluster_check.go); 0 never.
+	DigestInterval time.Duration
 	// LoadAccount, on a clustered node in operator mode, asks the server
 	// to load the named account, which registers it (RegisterAccount)
 	// once loaded. The engine calls it, off raft's goroutines, for

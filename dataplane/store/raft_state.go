@@ -185,3 +185,37 @@ func (s *Store) HasState(group uint16) (bool, error) {
 	}
 	return found, nil
 }
+
+// ResetGroup discards everything the store holds of raft group group:
+// its log, stable values (term, vote, server id), applied index,
+// configuration, snapshots, repair marker and the records it replicates,
+// in one fsynced batch. The group then starts as on a node that never had
+// it, and rejoins its cluster as a new member: that is how a replica
+// found divergent, or one whose snapshot install was cut short
+// (NeedsRepair), is repaired. Call it only while no raft instance runs
+// the group.
+func (s *Store) ResetGroup(group uint16) error {
+	if err := s.life.acquire(); err != nil {
+		return err
+	}
+	defer s.life.release()
+	s.raft.mu.Lock()
+	defer s.raft.mu.Unlock()
+	delete(s.raft.pending, group)
+	b := s.NewBatch()
+	defer b.Close()
+	lo := raftPrefix(nil, group)
+	b.w.delRange(lo, prefixEnd(bytes.Clone(lo)))
+	for _, kr := range raftGroupRanges(group) {
+		b.w.delRange(kr.start, kr.end)
+	}
+	if err := b.Commit(true); err != nil {
+		return fmt.Errorf("store: reset raft group %d: %w", group, err)
+	}
+	if l := s.raft.logs[group]; l != nil {
+		l.mu.Lock()
+		l.mu.loaded, l.mu.first, l.mu.last, l.mu.staged = false, 0, 0, 0
+		l.mu.Unlock()
+	}
+	return nil
+}

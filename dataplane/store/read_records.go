@@ -13,36 +13,10 @@ import "fmt"
 // only during fn; meta is true for the metadata record (name and
 // configuration).
 func (s *Store) StreamRecords(id uint64, fn func(key, payload []byte, meta bool) error) error {
-	if err := s.life.acquire(); err != nil {
-		return err
-	}
-	defer s.life.release()
-	snap, err := s.eng.snapshot()
+	v, err := s.View()
 	if err != nil {
 		return fmt.Errorf("store: stream %d records: %w", id, err)
 	}
-	defer snap.close()
-	var rel []byte
-	visit := func(k, v []byte) (bool, error) {
-		p, err := unseal(k, v)
-		if err != nil {
-			return false, err
-		}
-		if len(k) < 9 {
-			return false, corruptf(k, "short stream key")
-		}
-		rel = append(append(rel[:0], k[0]), k[9:]...)
-		meta := k[0] == prefixCatalog && len(k) == 10 && k[9] == catalogMeta
-		return true, fn(rel, p, meta)
-	}
-	ranges := []keyRange{
-		{catalogKey(nil, id, 0), prefixEnd(catalogKey(nil, id, 0)[:9])},
-		{streamDataStart(nil, id), streamDataEnd(nil, id)},
-	}
-	for _, r := range ranges {
-		if err := snap.scan(r.start, r.end, false, visit); err != nil {
-			return fmt.Errorf("store: stream %d records: %w", id, err)
-		}
-	}
-	return nil
+	defer v.Close()
+	return v.StreamRecords(id, fn)
 }

@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// TestRepairReplacesACopy: a running member whose copy of a group went
+// wrong (here its FSM is altered behind raft's back) is repaired in
+// place: it rejoins as a new incarnation, gets the leader's entries back,
+// becomes a voter again and follows later entries; the group keeps its
+// quorum throughout. Repairing the leader hands the leadership over
+// first.
+func TestRepairReplacesACopy(t *testing.T) {
+	c := startThree(t)
+	const g = 1
+	var want []string
+	for i := range 5 {
+		want = append(want, fmt.Sprintf("e%d", i))
+		c.apply(g, want[i])
+	}
+	for _, name := range three {
+		c.waitEntries(name, g, want)
+	}
+	leader := c.leader(g)
+	var victim string
+	for _, name := range three {
+		if name != leader {
+			victim = name
+			break
+		}
+	}
+	bad := c.nodes[victim].stores[g].fsm
+	bad.mu.Lock()
+	bad.entries[2] = "rot"
+	bad.mu.Unlock()
+
+	repairAndCheck := func(name string) {
+		t.Helper()
+		grp := c.node(name).Group(g)
+		before := grp.ServerID()
+		if err := grp.Repair(); err != nil {
+			t.Fatalf("repair of %s: %v", name, err)
+		}
+		c.waitEntries(name, g, want)
+		waitFor(t, 10*time.Second, name+" out of repair", func() bool { return !grp.Repairing() })
+		id := grp.ServerID()
+		if id == before || !strings.HasPrefix(id, name+"#") {
+			t.Fatalf("%s runs as %q after the repair (was %q)", name, id, before)
+		}
+		waitFor(t, 10*time.Second, "three voters, no lost incarnation", func() bool {
+			l := c.leader(g)
+			if l == "" {
+				return false
+			}
+			servers := c.node(l).Group(g).Raft().GetConfiguration().Configuration().Servers
+			if len(servers) != 3 {
+				return false
+			}
+			for _, s := range servers {
+				if s.Suffrage != raft.Voter || s.ID == raft.ServerID(before) {
+					return false
+				}
+			}
+			return true
+		})
+		want = append(want, "after-"+name)
+		c.apply(g, want[len(want)-1])
+		for _, n := range three {
+			c.waitEntries(n, g, want)
+		}
+	}
+	repairAndCheck(victim)
+	repairAndCheck(c.leader(g))
+}
+
+// TestRegisteredCall: an operation registered on one node is answered
+// to another over the control channel, errors included.
+func TestRegisteredCall(t *testing.T) {
+	c := startThree(t)
+	c.node("n2").Handle("echo", func(from string, group uint16, body json.RawMessage) (json.RawMessage, error) {
+		if string(body) == `"fail"` {
+			return nil, errors.New("asked to fail")
+		}
+		return json.Marshal(fmt.Sprintf("%s/%d/%s", from, group, body))
+	})
+	out, err := c.node("n1").Call("n2", "echo", 3, json.RawMessage(`"hi"`))
+	if err != nil || string(out) != `"n1/3/\"hi\""` {
+		t.Fatalf("echo: %s, %v", out, err)
+	}
+	if _, err := c.node("n1").Call("n2", "echo", 0, json.RawMessage(`"fail"`)); err == nil || !strings.Contains(err.Error(), "asked to fail") {
+		t.Fatalf("failing handler: %v", err)
+	}
+	if _, err := c.node("n1").Call("n3", "echo", 0, nil); err == nil || !strings.Contains(err.Error(), "unknown op") {
+		t.Fatalf("unregistered op: %v", err)
+	}
+}
