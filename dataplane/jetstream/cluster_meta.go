@@ -1,7 +1,9 @@
 package jetstream
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -58,17 +60,49 @@ type metaCatalog struct {
 	mu       sync.Mutex
 	accounts map[string]map[string]*assignment // account → name → assignment; guarded by mu
 	byID     map[uint64]*assignment            // guarded by mu
+	// count is how many streams each group carries (0: R1 streams), and
+	// owned how many R1 streams each node holds: what placement weighs.
+	count map[uint16]int // guarded by mu
+	owned map[string]int // guarded by mu
+	// last is the highest id ever assigned in each group. Invariant: it
+	// never decreases, deletes included, so no id is ever given twice:
+	// a deleted stream's records may still be on a replica that has not
+	// applied the delete, and must never be taken for a new stream's.
+	last map[uint16]uint64 // guarded by mu
 }
 
 func newMetaCatalog() *metaCatalog {
-	return &metaCatalog{accounts: map[string]map[string]*assignment{}, byID: map[uint64]*assignment{}}
+	return &metaCatalog{accounts: map[string]map[string]*assignment{}, byID: map[uint64]*assignment{},
+		count: map[uint16]int{}, owned: map[string]int{}, last: map[uint16]uint64{}}
 }
 
 // replace takes other's contents (a snapshot's catalog).
 func (m *metaCatalog) replace(other *metaCatalog) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.accounts, m.byID = other.accounts, other.byID
+	m.accounts, m.byID, m.count, m.owned, m.last = other.accounts, other.byID, other.count, other.owned, other.last
+}
+
+// lastPrefix starts the meta records of each group's highest assigned
+// id. Account names are never empty, so a key that starts with a zero
+// byte is no stream's (metaKey).
+const lastPrefix = "\x00last/"
+
+// lastKey is the meta record of group g's highest assigned id.
+func lastKey(g uint16) []byte { return binary.BigEndian.AppendUint16([]byte(lastPrefix), g) }
+
+// noteLast raises group g's highest assigned id to id.
+func (m *metaCatalog) noteLast(g uint16, id uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last[g] = max(m.last[g], id)
+}
+
+// lastID is the highest id assigned in group g so far.
+func (m *metaCatalog) lastID(g uint16) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last[g]
 }
 
 func (m *metaCatalog) lookup(account, name string) *assignment {
@@ -81,21 +115,40 @@ func (m *metaCatalog) put(a *assignment) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old := m.accounts[a.Account][a.Name]; old != nil {
-		delete(m.byID, old.ID)
+		m.forgetLocked(old)
 	}
 	if m.accounts[a.Account] == nil {
 		m.accounts[a.Account] = map[string]*assignment{}
 	}
 	m.accounts[a.Account][a.Name] = a
 	m.byID[a.ID] = a
+	g := a.group()
+	m.count[g]++
+	if g == 0 {
+		m.owned[a.Owner]++
+	}
+	m.last[g] = max(m.last[g], a.ID)
 }
 
 func (m *metaCatalog) remove(account, name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old := m.accounts[account][name]; old != nil {
-		delete(m.byID, old.ID)
+		m.forgetLocked(old)
 		delete(m.accounts[account], name)
+	}
+}
+
+// forgetLocked takes a out of the id index and the counts; its id stays
+// used (last).
+func (m *metaCatalog) forgetLocked(a *assignment) {
+	delete(m.byID, a.ID)
+	g := a.group()
+	m.count[g]--
+	if g == 0 {
+		if m.owned[a.Owner]--; m.owned[a.Owner] <= 0 {
+			delete(m.owned, a.Owner)
+		}
 	}
 }
 
@@ -149,21 +202,11 @@ func (m *metaCatalog) inGroup(g uint16) []*assignment {
 // place chooses where a new stream goes: for R>1 the partition carrying
 // the fewest streams among those led now (led reports that; any
 // partition if none is), for R1 the node owning the fewest; and the next
-// id in that range.
+// id in that range, above every id the range ever had.
 func (m *metaCatalog) place(replicas int, partitions int, peers []string, led func(g uint16) bool) (id uint64, owner string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	count := map[uint16]int{}
-	owned := map[string]int{}
-	next := map[uint16]uint64{}
-	for id, a := range m.byID {
-		g := groupOf(id)
-		count[g]++
-		if g == 0 {
-			owned[a.Owner]++
-		}
-		next[g] = max(next[g], id)
-	}
+	count, owned := m.count, m.owned
 	var g uint16
 	if replicas > 1 {
 		for p := uint16(1); int(p) <= partitions; p++ {
@@ -184,7 +227,7 @@ func (m *metaCatalog) place(replicas int, partitions int, peers []string, led fu
 			}
 		}
 	}
-	id = max(next[g], uint64(g)<<partitionShift) + 1
+	id = max(m.last[g], uint64(g)<<partitionShift) + 1
 	return id, owner
 }
 
@@ -197,7 +240,14 @@ func metaKey(account, name string) []byte {
 func (c *clusterState) loadCatalog(st *store.Store) error { return loadCatalogInto(c.catalog, st) }
 
 func loadCatalogInto(cat *metaCatalog, st *store.Store) error {
-	return st.MetaRecords(nil, func(_, val []byte) error {
+	return st.MetaRecords(nil, func(key, val []byte) error {
+		if g, ok := bytes.CutPrefix(key, []byte(lastPrefix)); ok {
+			if len(g) != 2 || len(val) != 8 {
+				return fmt.Errorf("jetstream: meta catalog id record: %w", store.ErrCorrupt)
+			}
+			cat.noteLast(binary.BigEndian.Uint16(g), binary.BigEndian.Uint64(val))
+			return nil
+		}
 		var a assignment
 		if err := json.Unmarshal(val, &a); err != nil || a.Config == nil {
 			return fmt.Errorf("jetstream: meta catalog record: %w", store.ErrCorrupt)
@@ -218,6 +268,9 @@ type metaFSM struct {
 // ApplyBatch implements raft.BatchingFSM.
 func (f *metaFSM) ApplyBatch(logs []*raft.Log) []any {
 	var applied []*metaEntry
+	// The highest id each group has had, entries of this batch included
+	// (the catalog in memory learns them after the commit).
+	last := map[uint16]uint64{}
 	out := f.applyBatch(logs, func(b *store.Batch, l *raft.Log) any {
 		var ent metaEntry
 		if err := json.Unmarshal(l.Data, &ent); err != nil || ent.Asg == nil || ent.Asg.Config == nil {
@@ -230,6 +283,10 @@ func (f *metaFSM) ApplyBatch(logs []*raft.Log) []any {
 		case metaCreate, metaUpdate:
 			rec, _ := json.Marshal(ent.Asg)
 			b.PutMetaRecord(key, rec)
+			if g := ent.Asg.group(); ent.Asg.ID > max(last[g], f.c.catalog.lastID(g)) {
+				last[g] = ent.Asg.ID
+				b.PutMetaRecord(lastKey(g), binary.BigEndian.AppendUint64(nil, ent.Asg.ID))
+			}
 		case metaDelete:
 			b.DeleteMetaRecord(key)
 		}
