@@ -346,6 +346,17 @@ func (fc *faultCluster) use(nc *nats.Conn) {
 	fc.nc, fc.js = nc, js
 }
 
+// follower is the first node that is not l.
+func (fc *faultCluster) follower(l *clusterNode) *clusterNode {
+	for _, cn := range fc.nodes {
+		if cn != l {
+			return cn
+		}
+	}
+	fc.t.Fatal("no node but the leader")
+	return nil
+}
+
 // leader is the stream's leader now.
 func (fc *faultCluster) leader() *clusterNode {
 	l, _ := streamLeader(fc.t, fc.js, fc.nodes, faultStream)
@@ -586,21 +597,12 @@ func testDivergentFollower(t *testing.T) {
 	w := startWriter(t, fc.log, fc.nc, "k", 300)
 	fc.log.progress(t, 100, "before the divergence")
 	l := fc.leader()
-	var victim *clusterNode
-	for _, cn := range fc.nodes {
-		if cn != l {
-			victim = cn
-			break
-		}
-	}
+	victim := fc.follower(l)
 	d, err := l.digest()
 	if err != nil {
 		t.Fatal(err)
 	}
-	victim.signal(syscall.SIGTERM)
-	if _, ok := victim.wait(stopTimeout); !ok {
-		t.Fatalf("%s did not stop", victim.ID)
-	}
+	victim.terminate(t)
 	st, err := store.Open(store.Options{Dir: filepath.Join(victim.DataDir, "jetstream")})
 	if err != nil {
 		t.Fatal(err)
@@ -832,13 +834,7 @@ func testWipeThenKillLeader(t *testing.T) {
 	aw := startAckWatch(t, fc.log, fc.nc)
 	fc.log.progress(t, 150, "before the wipe")
 	l := fc.leader()
-	var wiped *clusterNode
-	for _, cn := range fc.nodes {
-		if cn != l {
-			wiped = cn
-			break
-		}
-	}
+	wiped := fc.follower(l)
 	wiped.kill(t)
 	if err := os.RemoveAll(wiped.DataDir); err != nil {
 		t.Fatal(err)
@@ -863,17 +859,8 @@ func testCorruptFollower(t *testing.T) {
 	w := startWriter(t, fc.log, fc.nc, "f", 300)
 	fc.log.progress(t, 300, "before the corruption")
 	l := fc.leader()
-	var victim *clusterNode
-	for _, cn := range fc.nodes {
-		if cn != l {
-			victim = cn
-			break
-		}
-	}
-	victim.signal(syscall.SIGTERM)
-	if _, ok := victim.wait(stopTimeout); !ok {
-		t.Fatalf("%s did not stop", victim.ID)
-	}
+	victim := fc.follower(l)
+	victim.terminate(t)
 	flipped := corruptTables(t, filepath.Join(victim.DataDir, "jetstream"))
 	t.Logf("%s stopped; flipped bytes in %v", victim.ID, flipped)
 	p, err := startProc(t, victim.ID, contrailBin, victim.args...)
@@ -933,13 +920,7 @@ func testTruncateFollowerWAL(t *testing.T) {
 	w := startWriter(t, fc.log, fc.nc, "t", 300)
 	fc.log.progress(t, 200, "before the truncation")
 	l := fc.leader()
-	var victim *clusterNode
-	for _, cn := range fc.nodes {
-		if cn != l {
-			victim = cn
-			break
-		}
-	}
+	victim := fc.follower(l)
 	victim.kill(t)
 	logs, err := filepath.Glob(filepath.Join(victim.DataDir, "jetstream", "*.log"))
 	if err != nil || len(logs) == 0 {

@@ -118,6 +118,15 @@ func (cn *clusterNode) kill(t testing.TB) {
 	}
 }
 
+// terminate stops the node with SIGTERM, as an operator does, and waits.
+func (cn *clusterNode) terminate(t testing.TB) {
+	t.Helper()
+	cn.signal(syscall.SIGTERM)
+	if _, ok := cn.wait(stopTimeout); !ok {
+		t.Fatalf("%s did not stop", cn.ID)
+	}
+}
+
 // restart starts a killed or stopped node again with the same id,
 // addresses and data directory.
 func (cn *clusterNode) restart(t testing.TB) {
