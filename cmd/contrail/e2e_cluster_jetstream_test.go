@@ -93,11 +93,17 @@ func streamLeader(t *testing.T, js jetstream.JetStream, nodes []*clusterNode, na
 	t.Helper()
 	var leader *clusterNode
 	var info *jetstream.StreamInfo
+	var last string
 	waitFor(t, clusterTimeout(), "a leader for "+name, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		s, err := js.Stream(ctx, name)
 		if err != nil {
+			// Each new error once: what a wait that times out saw.
+			if err.Error() != last {
+				last = err.Error()
+				t.Logf("stream info %s: %v", name, err)
+			}
 			return false
 		}
 		info = s.CachedInfo()

@@ -20,22 +20,32 @@ const balanceHold = 30 * time.Second
 
 // balanceState is what the balancer remembers between passes.
 type balanceState struct {
-	terms map[uint16]uint64    // each partition's raft term as last observed
-	held  map[uint16]time.Time // partitions whose leader changed lately, until then
+	seen map[uint16]termLeader // each partition's term and leader as last observed
+	held map[uint16]time.Time  // partitions whose leader changed lately, until then
 }
 
-// observe holds every partition whose raft term moved since the last
-// pass. The term, not the leader's name, is what is compared: a stepdown
-// and a stepdown back between two passes leaves the same leader but is
-// still an operator's recent choice. The balancer's own moves are held
-// too, which keeps it from moving one partition back and forth.
+// termLeader is a partition's raft term and leader at one pass.
+type termLeader struct {
+	term   uint64
+	leader string
+}
+
+// observe holds every partition whose leadership passed from one leader
+// to another since the last pass. The term, not only the leader's name,
+// is compared: a stepdown and a preferred stepdown back between two
+// passes leave the same name, and are still an operator's recent choice.
+// A first election (no leader before) is no one's choice and holds
+// nothing. The balancer's own moves are held too, which keeps it from
+// moving one partition back and forth.
 func (b *balanceState) observe(groups []*Group, now time.Time) {
 	for _, g := range groups {
-		term := g.Term()
-		if prev, ok := b.terms[g.id]; ok && term != prev {
+		cur := termLeader{g.Term(), g.Leader()}
+		if prev, ok := b.seen[g.id]; ok && prev.leader != "" && cur.leader != "" && cur.term != prev.term {
 			b.held[g.id] = now.Add(balanceHold)
 		}
-		b.terms[g.id] = term
+		if cur.leader != "" {
+			b.seen[g.id] = cur
+		}
 		if until, ok := b.held[g.id]; ok && now.After(until) {
 			delete(b.held, g.id)
 		}
@@ -47,7 +57,7 @@ func (b *balanceState) observe(groups []*Group, now time.Time) {
 // each live node leads about P/N partitions.
 func (n *Node) balance() {
 	defer n.wg.Done()
-	b := &balanceState{terms: map[uint16]uint64{}, held: map[uint16]time.Time{}}
+	b := &balanceState{seen: map[uint16]termLeader{}, held: map[uint16]time.Time{}}
 	for n.sleep(n.cfg.BalanceInterval) {
 		b.observe(n.groups[1:], time.Now())
 		if n.draining.Load() || !n.groups[MetaGroup].IsLeader() {
@@ -73,7 +83,7 @@ type move struct {
 
 // plan picks up to maxMovesPerPass transfers from the nodes leading the
 // most partitions to those leading the fewest, moving held partitions
-// only where no other will do. Only nodes current in the meta group receive
+// only where no other will do (the one held longest first). Only nodes current in the meta group receive
 // leadership; a pass with a leaderless partition does nothing, as an
 // election is under way.
 func (n *Node) plan(held map[uint16]time.Time) []move {
@@ -111,25 +121,27 @@ func (n *Node) plan(held map[uint16]time.Time) []move {
 		if count[from]-count[to] <= 1 {
 			break
 		}
+		// A partition not held if there is one; else the one whose hold
+		// ends first.
 		var pick *Group
-		for _, skipHeld := range []bool{true, false} {
-			for i, g := range led[from] {
-				if _, ok := held[g.id]; ok && skipHeld {
-					continue
-				}
-				if s, ok := g.member(to); ok && s.Suffrage == raft.Voter {
-					pick = g
-					led[from] = append(led[from][:i:i], led[from][i+1:]...)
-					break
-				}
+		at := -1
+		for i, g := range led[from] {
+			if s, ok := g.member(to); !ok || s.Suffrage != raft.Voter {
+				continue
 			}
-			if pick != nil {
+			until, isHeld := held[g.id]
+			if !isHeld {
+				pick, at = g, i
 				break
+			}
+			if pick == nil || until.Before(held[pick.id]) {
+				pick, at = g, i
 			}
 		}
 		if pick == nil {
 			break
 		}
+		led[from] = append(led[from][:at:at], led[from][at+1:]...)
 		moves = append(moves, move{group: pick, from: from, to: to})
 		count[from]--
 		count[to]++

@@ -15,25 +15,28 @@ type routez struct {
 }
 
 type routeInfo struct {
-	RID          uint64   `json:"rid"`
-	RemoteID     string   `json:"remote_id"`
-	RemoteName   string   `json:"remote_name"`
-	DidSolicit   bool     `json:"did_solicit"`
-	IsConfigured bool     `json:"is_configured"`
-	IP           string   `json:"ip"`
-	Port         int      `json:"port"`
-	Start        string   `json:"start"`
-	LastActivity string   `json:"last_activity"`
-	RTT          string   `json:"rtt,omitempty"`
-	Uptime       string   `json:"uptime"`
-	Idle         string   `json:"idle"`
-	Pending      int64    `json:"pending_size"`
-	InMsgs       uint64   `json:"in_msgs"`
-	OutMsgs      uint64   `json:"out_msgs"`
-	InBytes      uint64   `json:"in_bytes"`
-	OutBytes     uint64   `json:"out_bytes"`
-	NumSubs      int      `json:"subscriptions"`
-	ConnectURLs  []string `json:"connect_urls,omitempty"`
+	RID          uint64 `json:"rid"`
+	RemoteID     string `json:"remote_id"`
+	RemoteName   string `json:"remote_name"`
+	DidSolicit   bool   `json:"did_solicit"`
+	IsConfigured bool   `json:"is_configured"`
+	IP           string `json:"ip"`
+	Port         int    `json:"port"`
+	Start        string `json:"start"`
+	LastActivity string `json:"last_activity"`
+	RTT          string `json:"rtt,omitempty"`
+	Uptime       string `json:"uptime"`
+	Idle         string `json:"idle"`
+	Pending      int64  `json:"pending_size"`
+	InMsgs       uint64 `json:"in_msgs"`
+	OutMsgs      uint64 `json:"out_msgs"`
+	InBytes      uint64 `json:"in_bytes"`
+	OutBytes     uint64 `json:"out_bytes"`
+	// DroppedMsgs is Contrail's: messages one account's flood could not
+	// queue to the peer (its share of the route's bound was full).
+	DroppedMsgs uint64   `json:"dropped_msgs"`
+	NumSubs     int      `json:"subscriptions"`
+	ConnectURLs []string `json:"connect_urls,omitempty"`
 }
 
 func (m *Monitor) routez(w http.ResponseWriter, r *http.Request) {
@@ -49,7 +52,8 @@ func (m *Monitor) routezDoc() *routez {
 			Start: ri.Start.UTC().Format(time.RFC3339Nano), LastActivity: ri.LastActivity.UTC().Format(time.RFC3339Nano),
 			Uptime: now.Sub(ri.Start).Round(time.Second).String(), Idle: now.Sub(ri.LastActivity).Round(time.Second).String(),
 			Pending: ri.Pending, InMsgs: ri.InMsgs, OutMsgs: ri.OutMsgs, InBytes: ri.InBytes, OutBytes: ri.OutBytes,
-			NumSubs: ri.Subs, ConnectURLs: ri.ClientURLs}
+			DroppedMsgs: ri.DroppedMsgs,
+			NumSubs:     ri.Subs, ConnectURLs: ri.ClientURLs}
 		if ri.RTT > 0 {
 			out.RTT = ri.RTT.String()
 		}

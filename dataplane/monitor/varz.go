@@ -127,7 +127,7 @@ func (m *Monitor) varzDoc() *varz {
 		StaleConns:       int64(st.StaleConnections),
 		Subscriptions:    clientSubs(m.srv),
 		ConfigLoadTime:   st.Start.UTC(),
-		SlowConsumerSt:   slowConsumerStats{Clients: st.SlowConsumers},
+		SlowConsumerSt:   slowConsumerStats{Clients: st.SlowConsumers, Routes: st.SlowRoutes},
 	}
 	if ci := m.srv.Cluster(); ci != nil {
 		v.Cluster = &clusterVarz{Name: ci.Name, Addr: ci.Host, Port: ci.Port, URLs: ci.URLs}

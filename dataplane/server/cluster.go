@@ -497,8 +497,11 @@ type RouteInfo struct {
 	OutMsgs      uint64
 	InBytes      uint64
 	OutBytes     uint64
-	Subs         int
-	ClientURLs   []string
+	// DroppedMsgs counts messages dropped because their account's
+	// backlog to the peer was over its share (cluster_out.go).
+	DroppedMsgs uint64
+	Subs        int
+	ClientURLs  []string
 }
 
 // Routes describes the node's routes, ordered by route id.

@@ -22,7 +22,7 @@ import (
 type route struct {
 	cl     *cluster
 	conn   net.Conn
-	out    *outbound
+	out    *routeOut
 	dialed bool // this node dialed it
 	rid    uint64
 	start  time.Time
@@ -39,12 +39,14 @@ type route struct {
 	nrsubs int // guarded by cl.mu
 
 	inMsgs, outMsgs, inBytes, outBytes atomic.Uint64
-	lastActivity                       atomic.Int64
-	pingSent                           atomic.Int64
-	rtt                                atomic.Int64
-	closeOnce                          sync.Once
-	closed                             atomic.Bool
-	writerDone                         chan struct{}
+	// dropped counts messages dropped for an account over its share.
+	dropped      atomic.Uint64
+	lastActivity atomic.Int64
+	pingSent     atomic.Int64
+	rtt          atomic.Int64
+	closeOnce    sync.Once
+	closed       atomic.Bool
+	writerDone   chan struct{}
 	// pending is what the handshake read past INFO; the read loop's.
 	pending []byte
 }
@@ -91,7 +93,8 @@ func (cl *cluster) handshake(conn net.Conn, dialed bool, want string) (*route, e
 		return nil, err
 	}
 	conn.SetDeadline(time.Time{})
-	r := &route{cl: cl, conn: conn, out: newOutbound(), dialed: dialed, start: time.Now(),
+	limitSocketBuffers(conn)
+	r := &route{cl: cl, conn: conn, out: newRouteOut(), dialed: dialed, start: time.Now(),
 		remoteID: peer.ID, remoteName: peer.Name, clientURLs: peer.ConnectURLs,
 		rsubs: map[string]map[ikey]*subscription{}, writerDone: make(chan struct{})}
 	if r.remoteName == "" {
@@ -162,6 +165,21 @@ func readRouteInfo(conn net.Conn, max int) (*routeInfo, []byte, error) {
 	}
 }
 
+// routeSocketBuffer bounds the kernel's buffers of a route's socket. What
+// the kernel holds is first in, first out for every account; kept small,
+// the backlog waits in the route's own queue, where accounts take turns
+// (cluster_out.go). 256 KiB in flight still fills a link with a
+// millisecond of round trip at 2 Gbit/s.
+const routeSocketBuffer = 256 << 10
+
+// limitSocketBuffers applies routeSocketBuffer to a TCP connection.
+func limitSocketBuffers(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(routeSocketBuffer)
+		_ = tc.SetReadBuffer(routeSocketBuffer)
+	}
+}
+
 func (r *route) touch() { r.lastActivity.Store(time.Now().UnixNano()) }
 
 // maxPending bounds what the route may have queued; past it the peer is
@@ -176,7 +194,7 @@ func (r *route) send(b []byte) {
 		o.mu.Unlock()
 		return
 	}
-	o.appendLocked(b)
+	o.appendCtlLocked(b)
 	slow := o.mu.pending > r.maxPending()
 	o.mu.Unlock()
 	if slow {
@@ -200,8 +218,7 @@ func (r *route) close(reason string) {
 		o := r.out
 		o.mu.Lock()
 		o.mu.stop = true
-		release(o.takeLocked(nil))
-		o.mu.pending = 0
+		o.dropLocked()
 		o.unstallLocked(r.maxPending())
 		o.mu.Unlock()
 		o.wake()
@@ -219,12 +236,19 @@ func (r *route) writeLoop() {
 	o := r.out
 	var bufs net.Buffers
 	for range o.signal {
-		o.mu.Lock()
-		taken := o.takeLocked(bufs[:0])
-		o.mu.pending = 0
-		stop := o.mu.stop
-		o.mu.Unlock()
-		if len(taken) > 0 {
+		// One turn per write, until the queue is empty: what arrives
+		// meanwhile takes its place in the next turn.
+		for {
+			o.mu.Lock()
+			taken := o.takeTurnLocked(bufs[:0])
+			stop := o.mu.stop
+			o.mu.Unlock()
+			if len(taken) == 0 {
+				if stop {
+					return
+				}
+				break
+			}
 			keep := append(net.Buffers(nil), taken...)
 			r.conn.SetWriteDeadline(time.Now().Add(r.cl.srv.opts.WriteDeadline))
 			_, err := taken.WriteTo(r.conn)
@@ -236,9 +260,9 @@ func (r *route) writeLoop() {
 			o.mu.Lock()
 			o.unstallLocked(r.maxPending())
 			o.mu.Unlock()
-		}
-		if stop {
-			return
+			if stop {
+				return
+			}
 		}
 	}
 }
@@ -480,7 +504,8 @@ func (r *route) info() RouteInfo {
 	ri := RouteInfo{RID: r.rid, RemoteID: r.remoteID, RemoteName: r.remoteName, Solicited: r.dialed,
 		Start: r.start, LastActivity: time.Unix(0, r.lastActivity.Load()), RTT: time.Duration(r.rtt.Load()),
 		InMsgs: r.inMsgs.Load(), OutMsgs: r.outMsgs.Load(), InBytes: r.inBytes.Load(), OutBytes: r.outBytes.Load(),
-		Subs: r.nrsubs, ClientURLs: r.clientURLs}
+		DroppedMsgs: r.dropped.Load(),
+		Subs:        r.nrsubs, ClientURLs: r.clientURLs}
 	if a, ok := r.conn.RemoteAddr().(*net.TCPAddr); ok {
 		ri.IP, ri.Port = a.IP.String(), a.Port
 	}

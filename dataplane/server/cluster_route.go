@@ -66,10 +66,11 @@ func (s *sender) flushRoutes(mark int, subj, reply []byte, hdrLen int, msg []byt
 	s.rt = s.rt[:mark]
 }
 
-// sendMsg queues one message frame. A backlog past three quarters of the
-// bound makes a publishing client pause (as a slow subscriber does), so
-// TCP slows the publisher to the peer's pace; past the bound the route is
-// cut.
+// sendMsg queues one message frame in its account's part of the queue.
+// A backlog of the account past its stall threshold makes the publishing
+// client pause (as a slow subscriber does), so TCP slows the publisher to
+// the peer's pace; past its share the message is dropped (core NATS
+// delivers at most once); past the route's bound the route is cut.
 func (r *route) sendMsg(acct string, to, subj, reply []byte, queues [][]byte, hdrLen int, msg []byte) (stall <-chan struct{}) {
 	o := r.out
 	max := r.maxPending()
@@ -82,16 +83,26 @@ func (r *route) sendMsg(acct string, to, subj, reply []byte, queues [][]byte, hd
 	for _, q := range queues {
 		need += len(q) + 1
 	}
-	o.roomLocked(need)
-	before := len(o.mu.cur)
-	o.mu.cur = appendRouteMsgLine(o.mu.cur, acct, to, subj, reply, queues, hdrLen, len(msg))
-	o.mu.cur = append(o.mu.cur, msg...)
-	o.mu.cur = append(o.mu.cur, '\r', '\n')
-	o.mu.pending += int64(len(o.mu.cur) - before)
-	slow := o.mu.pending > max
-	if st := o.stallLocked(max); st != nil {
+	if q := o.mu.accts[acct]; q != nil && q.chunks.pending+int64(need) > acctShare(max) {
+		first := !q.dropping
+		q.dropping = true
+		o.mu.Unlock()
+		r.dropped.Add(1)
+		if first {
+			r.log.Warn("route: one account's backlog to the peer is over its share; dropping its messages to the peer until it drains",
+				"account", acct, "share", acctShare(max))
+		}
+		return nil
+	}
+	q := o.acctLocked(acct, need)
+	before := len(q.chunks.cur)
+	q.chunks.cur = appendRouteMsgLine(q.chunks.cur, acct, to, subj, reply, queues, hdrLen, len(msg))
+	q.chunks.cur = append(q.chunks.cur, msg...)
+	q.chunks.cur = append(q.chunks.cur, '\r', '\n')
+	if st := o.addedLocked(q, len(q.chunks.cur)-before, max); st != nil {
 		stall = st
 	}
+	slow := o.mu.pending > max
 	o.mu.Unlock()
 	r.outMsgs.Add(1)
 	r.outBytes.Add(uint64(len(msg)))

@@ -18,6 +18,8 @@ type Stats struct {
 	OutBytes         uint64
 	SlowConsumers    uint64
 	StaleConnections uint64
+	// SlowRoutes counts routes cut because the peer fell too far behind.
+	SlowRoutes uint64
 }
 
 // Stats snapshots the server's counters.
@@ -33,6 +35,7 @@ func (s *Server) Stats() Stats {
 		OutBytes:         s.stats.outBytes.Load(),
 		SlowConsumers:    s.stats.slowConsumers.Load(),
 		StaleConnections: s.stats.staleConns.Load(),
+		SlowRoutes:       s.stats.slowRoutes.Load(),
 	}
 }
 

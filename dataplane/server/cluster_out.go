@@ -1,0 +1,208 @@
+package server
+
+import (
+	"net"
+	"sync"
+)
+
+// routeOut is a route's outbound queue. Every account's messages to the
+// peer share the route, so one queue for all would let one account's
+// flood put seconds of backlog in front of every other account's next
+// message. Instead each account has its own queue, and the writer takes
+// a turn of at most routeQuantum bytes from each account with messages
+// waiting, after the route's own protocol operations. An account whose
+// queue passes its stall threshold pauses its own publishers (as a slow
+// subscriber does), not the others'; one whose queue passes its share
+// of the route's bound loses its further messages to this peer until it
+// drains, as a slow subscriber does, rather than the route being cut
+// for every account. Only when the queues together pass the bound (many
+// accounts at once, or a peer that reads nothing) is the route cut.
+//
+// Invariant: pending == len(ctl) + the sum of every account queue's
+// pending; an account queue with bytes waiting is in ready exactly once.
+type routeOut struct {
+	mu struct {
+		sync.Mutex
+		ctl     outChunks             // protocol operations, sent first; guarded by mu
+		accts   map[string]*acctQueue // guarded by mu
+		ready   []*acctQueue          // accounts with bytes waiting, in turn order; guarded by mu
+		pending int64                 // guarded by mu
+		stop    bool                  // no more appends; guarded by mu
+	}
+	signal chan struct{} // wakes the writer; capacity 1
+}
+
+// routeQuantum is how much of one account's backlog one turn of the
+// writer sends: what another account's message may wait behind, per
+// account with a backlog.
+const routeQuantum = 64 << 10
+
+// acctQueue is one account's part of a route's queue.
+type acctQueue struct {
+	name    string
+	chunks  outChunks
+	inReady bool
+	// stall is closed when the queue drains below its stall threshold;
+	// the account's publishers wait on it briefly.
+	stall chan struct{}
+	// dropping is set while the account's messages are being dropped,
+	// from the first drop until the queue is below its stall threshold.
+	dropping bool
+}
+
+// outChunks is a queue of pooled chunks, filled at the back.
+type outChunks struct {
+	full    [][]byte
+	cur     []byte
+	pending int64
+}
+
+// room makes cur able to take n more bytes. A message never spans two
+// chunks, so whole chunks can be taken without splitting one.
+func (c *outChunks) room(n int) {
+	if cap(c.cur)-len(c.cur) >= n {
+		return
+	}
+	if len(c.cur) > 0 {
+		c.full = append(c.full, c.cur)
+	}
+	if n <= chunkSize {
+		c.cur = (*chunkPool.Get().(*[]byte))[:0]
+	} else {
+		c.cur = make([]byte, 0, n)
+	}
+}
+
+// take moves chunks to dst, oldest first, until at least max bytes are
+// taken or none is left (max < 0: all), and reports the bytes taken.
+func (c *outChunks) take(dst net.Buffers, max int) (net.Buffers, int) {
+	n := 0
+	for len(c.full) > 0 && (max < 0 || n < max) {
+		dst = append(dst, c.full[0])
+		n += len(c.full[0])
+		c.full[0] = nil
+		c.full = c.full[1:]
+	}
+	if len(c.full) == 0 {
+		c.full = nil
+		if len(c.cur) > 0 && (max < 0 || n < max) {
+			dst = append(dst, c.cur)
+			n += len(c.cur)
+			c.cur = nil
+		}
+	}
+	c.pending -= int64(n)
+	return dst, n
+}
+
+func newRouteOut() *routeOut {
+	o := &routeOut{signal: make(chan struct{}, 1)}
+	o.mu.accts = map[string]*acctQueue{}
+	return o
+}
+
+// wake makes the writer run soon; it never blocks.
+func (o *routeOut) wake() {
+	select {
+	case o.signal <- struct{}{}:
+	default:
+	}
+}
+
+// acctStall is the backlog past which an account's publishers pause:
+// an eighth of the route's bound.
+func acctStall(max int64) int64 { return max / 8 }
+
+// acctShare is the backlog past which an account's messages are
+// dropped: a quarter of the route's bound, so that the route is cut only
+// when more than four accounts are past theirs.
+func acctShare(max int64) int64 { return max / 4 }
+
+// appendCtlLocked queues a protocol operation.
+func (o *routeOut) appendCtlLocked(b []byte) {
+	o.mu.ctl.room(len(b))
+	o.mu.ctl.cur = append(o.mu.ctl.cur, b...)
+	o.mu.ctl.pending += int64(len(b))
+	o.mu.pending += int64(len(b))
+}
+
+// acctLocked is account's queue, made ready for n more bytes, which the
+// caller appends to its cur and then reports with addedLocked.
+func (o *routeOut) acctLocked(account string, n int) *acctQueue {
+	q := o.mu.accts[account]
+	if q == nil {
+		q = &acctQueue{name: account}
+		o.mu.accts[account] = q
+	}
+	q.chunks.room(n)
+	if !q.inReady {
+		q.inReady = true
+		o.mu.ready = append(o.mu.ready, q)
+	}
+	return q
+}
+
+// addedLocked records n bytes appended to q and returns the channel its
+// publisher may wait on if q is past its stall threshold (nil if not).
+func (o *routeOut) addedLocked(q *acctQueue, n int, max int64) chan struct{} {
+	q.chunks.pending += int64(n)
+	o.mu.pending += int64(n)
+	if q.chunks.pending <= acctStall(max) {
+		return nil
+	}
+	if q.stall == nil {
+		q.stall = make(chan struct{})
+	}
+	return q.stall
+}
+
+// takeTurnLocked moves to dst the protocol operations, then up to
+// routeQuantum bytes of each account waiting, in turn.
+func (o *routeOut) takeTurnLocked(dst net.Buffers) net.Buffers {
+	var n int
+	dst, n = o.mu.ctl.take(dst, -1)
+	o.mu.pending -= int64(n)
+	turn := o.mu.ready
+	o.mu.ready = nil
+	for _, q := range turn {
+		dst, n = q.chunks.take(dst, routeQuantum)
+		o.mu.pending -= int64(n)
+		if q.chunks.pending > 0 {
+			o.mu.ready = append(o.mu.ready, q)
+		} else {
+			q.inReady = false
+		}
+	}
+	return dst
+}
+
+// unstallLocked releases the publishers of accounts back below their
+// stall threshold (all of them once the route stops), and forgets idle
+// accounts.
+func (o *routeOut) unstallLocked(max int64) {
+	for name, q := range o.mu.accts {
+		if q.chunks.pending <= acctStall(max) || o.mu.stop {
+			if q.stall != nil {
+				close(q.stall)
+				q.stall = nil
+			}
+			q.dropping = false
+		}
+		if !q.inReady && q.stall == nil && !q.dropping {
+			delete(o.mu.accts, name)
+		}
+	}
+}
+
+// dropLocked discards everything queued (the route is closing).
+func (o *routeOut) dropLocked() {
+	bufs, _ := o.mu.ctl.take(nil, -1)
+	release(bufs)
+	for _, q := range o.mu.accts {
+		bufs, _ = q.chunks.take(bufs[:0], -1)
+		release(bufs)
+		q.inReady = false
+	}
+	o.mu.ready = nil
+	o.mu.pending = 0
+}
