@@ -227,7 +227,7 @@ func (b *tab) clickText(label string) {
 }
 
 // shoot saves a full-page screenshot of the page at each width, named
-// <name>-<width>.jpg, and returns the browser to desktop width.
+// <name>-<width>.png, and returns the browser to desktop width.
 func (b *tab) shoot(name string) {
 	b.t.Helper()
 	for _, w := range screenWidths {
@@ -239,8 +239,8 @@ func (b *tab) shoot(name string) {
 		// Two frames: the page has laid itself out at the new width.
 		get(b, "layout", chromedp.Evaluate[bool](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`,
 			chromedp.EvalAwaitPromise))
-		img := get(b, "screenshot "+name, chromedp.FullScreenshot(85))
-		if err := os.WriteFile(filepath.Join(b.shotsDir, name+"-"+w.name+".jpg"), img, 0o644); err != nil {
+		img := get(b, "screenshot "+name, chromedp.FullScreenshot(100))
+		if err := os.WriteFile(filepath.Join(b.shotsDir, name+"-"+w.name+".png"), img, 0o644); err != nil {
 			b.t.Fatal(err)
 		}
 	}

@@ -39,8 +39,24 @@ type historyView struct {
 	} `json:"series"`
 }
 
+// query returns a query parameter given at most once; a repeated one
+// is a 400 (which of two values would be meant is a guess).
+func query(c echo.Context, name string) (string, error) {
+	vs := c.QueryParams()[name]
+	if len(vs) > 1 {
+		return "", invalid(name, "must be given once")
+	}
+	if len(vs) == 0 {
+		return "", nil
+	}
+	return vs[0], nil
+}
+
 func (s *Server) usageHistory(c echo.Context) error {
-	window := c.QueryParam("window")
+	window, err := query(c, "window")
+	if err != nil {
+		return err
+	}
 	if window == "" {
 		window = "1h"
 	}
@@ -93,14 +109,22 @@ type page[T any] struct {
 // value can index outside all.
 func paged[T any](c echo.Context, all []T) (page[T], error) {
 	offset, limit := 0, defaultPageLimit
-	if v := c.QueryParam("offset"); v != "" {
+	ov, err := query(c, "offset")
+	if err != nil {
+		return page[T]{}, err
+	}
+	lv, err := query(c, "limit")
+	if err != nil {
+		return page[T]{}, err
+	}
+	if v := ov; v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			return page[T]{}, invalid("offset", "must be a whole number, 0 or more")
 		}
 		offset = n
 	}
-	if v := c.QueryParam("limit"); v != "" {
+	if v := lv; v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxPageLimit {
 			return page[T]{}, invalid("limit", "must be a whole number from 1 to "+strconv.Itoa(maxPageLimit))

@@ -22,7 +22,8 @@ function Chart({ title, points, fmt, from, to }) {
       width, height: 180,
       scales: { x: { time: true, range: () => [from, to] }, y: { range: (u, lo, hi) => [0, Math.max(1, hi * 1.1)] } },
       axes: [{}, { values: (u, ticks) => ticks.map(fmt), size: 70 }],
-      series: [{}, { label: title, stroke: '#1d6fd8', fill: 'rgba(29,111,216,0.12)', width: 2, value: (u, v) => (v == null ? '—' : fmt(v)) }],
+      series: [{}, { label: title, stroke: '#1d6fd8', fill: 'rgba(29,111,216,0.12)', width: 2, points: { show: true, size: 4 },
+        value: (u, v) => (v == null ? '—' : fmt(v)) }],
       legend: { show: false },
     }, [xs, ys], el);
     const resize = () => plot.setSize({ width: Math.max(240, el.clientWidth), height: 180 });
