@@ -52,6 +52,10 @@ func parseControlplaneFlags(args []string, stderr io.Writer) (*controlplaneFlags
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if err := checkUsageInterval(f.usageInterval); err != nil {
+		fmt.Fprintf(stderr, "contrail controlplane: %v\n", err)
+		return nil, err
+	}
 	return f, nil
 }
 

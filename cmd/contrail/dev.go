@@ -45,11 +45,25 @@ func parseDevFlags(args []string, stderr io.Writer) (*devFlags, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if err := checkUsageInterval(f.usageInterval); err != nil {
+		fmt.Fprintf(stderr, "contrail dev: %v\n", err)
+		return nil, err
+	}
 	if err := checkDevNodes(f.nodes); err != nil {
 		fmt.Fprintf(stderr, "contrail dev: %v\n", err)
 		return nil, err
 	}
 	return f, nil
+}
+
+// checkUsageInterval refuses a sampling interval under a second: the
+// samples are keyed by the second, and a day's ring is 1440 of them at
+// the default minute.
+func checkUsageInterval(d time.Duration) error {
+	if d < time.Second {
+		return fmt.Errorf("--usage-interval %v: must be at least 1s", d)
+	}
+	return nil
 }
 
 // nodeOptions are the in-process node's options: the data plane's
