@@ -80,21 +80,6 @@ func (a *testAPI) send(req *http.Request, bad bool) *httptest.ResponseRecorder {
 	return rec
 }
 
-func newReq(method, path, token, body string) *http.Request {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req := httptest.NewRequest(method, path, rd)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	return req
-}
-
 // expect sends a request through the spec check and requires status.
 func (a *testAPI) expect(req *http.Request, status int, out any) *httptest.ResponseRecorder {
 	a.t.Helper()
@@ -183,15 +168,6 @@ func TestUsageHistoryRoute(t *testing.T) {
 	a.expect(newReq("GET", "/v1/accounts/acc_nope/usage/history", tok, ""), http.StatusNotFound, nil)
 }
 
-func (a *testAPI) token(p *records.Person) string {
-	a.t.Helper()
-	tok, _, err := a.srv.IssueToken(records.KindAPI, "test", p, time.Hour)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	return tok
-}
-
 // badReq marks a request malformed on purpose; send checks only its
 // response.
 func badReq(req *http.Request) *http.Request {
@@ -255,11 +231,7 @@ func (a *testAPI) signUpWithPassword(email, pw string) {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	o := &records.Org{ID: records.NewID("org"), Name: "org of " + email}
-	p := &records.Person{ID: records.NewID("usr"), Email: email, PasswordHash: hash, OrgID: o.ID, CreatedAt: time.Now().UTC()}
-	if err := a.repo.SignUp(p, o); err != nil {
-		a.t.Fatal(err)
-	}
+	a.signUp(email, hash)
 }
 
 func withCookie(req *http.Request, c *http.Cookie, fetchSite string) *http.Request {

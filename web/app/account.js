@@ -3,7 +3,7 @@
 // settings.
 import { html, useState } from '/vendor/htm-preact-standalone.module.js';
 import { api } from './api.js';
-import { Confirm, CopyButton, Loaded, Snippet, go, useLoad } from './ui.js';
+import { Confirm, CopyButton, Loaded, Snippet, go, useLoad, useSubmit } from './ui.js';
 import { AccountForm } from './accounts.js';
 import { Users } from './users.js';
 import { Streams } from './streams.js';
@@ -68,25 +68,16 @@ function Settings({ account: a, onSaved }) {
   const [saved, setSaved] = useState(false);
   const [confirming, setConfirming] = useState(false);
   const [typed, setTyped] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
   const save = async (body) => {
     setSaved(false);
     await api.updateAccount(a.id, body);
     setSaved(true);
     onSaved();
   };
-  const del = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      await api.deleteAccount(a.id);
-      go('/accounts');
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  };
+  const { busy, error, submit: del } = useSubmit(async () => {
+    await api.deleteAccount(a.id);
+    go('/accounts');
+  });
   return html`<div>
     <h2>Name and limits</h2>
     ${saved ? html`<p class="ok" role="status">Saved. New limits reach the data plane within seconds.</p>` : null}

@@ -2,7 +2,7 @@
 // edit share it).
 import { html, useState } from '/vendor/htm-preact-standalone.module.js';
 import { api } from './api.js';
-import { Field, FormError, Loaded, Submit, go, useLoad } from './ui.js';
+import { Field, FormError, Loaded, Submit, go, useLoad, useSubmit } from './ui.js';
 import { when, shortKey } from './format.js';
 
 export function AccountList() {
@@ -76,19 +76,7 @@ export function AccountForm({ account, onSave, action }) {
     for (const [path] of limitFields) v[path] = String(get(account, path));
     return v;
   });
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
-  const submit = async (e) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      await onSave({ name, limits: limitsBody(values) });
-    } catch (err) {
-      setError(err);
-    }
-    setBusy(false);
-  };
+  const { busy, error, submit } = useSubmit(() => onSave({ name, limits: limitsBody(values) }));
   return html`<form class="account-form" onSubmit=${submit} novalidate>
     <${Field} label="Name" name="name" value=${name} onInput=${setName} error=${error} required maxlength="64"
       hint="Shown in the console; 1 to 64 characters." />

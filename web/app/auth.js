@@ -2,7 +2,7 @@
 // these forms never hold a token.
 import { html, useState } from '/vendor/htm-preact-standalone.module.js';
 import { api } from './api.js';
-import { Field, FormError, Submit } from './ui.js';
+import { Field, FormError, Submit, useSubmit } from './ui.js';
 
 function AuthFrame({ title, children }) {
   return html`<main class="auth">
@@ -17,19 +17,7 @@ function AuthFrame({ title, children }) {
 export function Login({ onDone, note }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
-  const submit = async (e) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      onDone(await api.login(email, password));
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  };
+  const { busy, error, submit } = useSubmit(async () => onDone(await api.login(email, password)));
   return html`<${AuthFrame} title="Log in">
     ${note ? html`<p class="note" role="status">${note}</p>` : null}
     <form onSubmit=${submit} novalidate>
@@ -46,20 +34,10 @@ export function Signup({ onDone }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [organization, setOrganization] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
-  const submit = async (e) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      await api.signup(email, password, organization);
-      onDone(await api.login(email, password));
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  };
+  const { busy, error, submit } = useSubmit(async () => {
+    await api.signup(email, password, organization);
+    onDone(await api.login(email, password));
+  });
   return html`<${AuthFrame} title="Sign up">
     <form onSubmit=${submit} novalidate>
       <${Field} label="Email" name="email" type="email" autocomplete="username" value=${email} onInput=${setEmail} error=${error} required />

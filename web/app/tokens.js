@@ -1,7 +1,7 @@
 // API tokens for scripts and Terraform: create (shown once), list, revoke.
 import { html, useState } from '/vendor/htm-preact-standalone.module.js';
 import { api } from './api.js';
-import { Confirm, CopyButton, Dialog, Field, FormError, Loaded, Submit, useLoad } from './ui.js';
+import { Confirm, CopyButton, Dialog, Field, FormError, Loaded, Submit, useLoad, useSubmit } from './ui.js';
 import { when } from './format.js';
 
 const ttls = [['2592000', '30 days'], ['604800', '7 days'], ['86400', '1 day'], ['7776000', '90 days'], ['31536000', '1 year']];
@@ -10,40 +10,21 @@ export function Tokens() {
   const st = useLoad(() => api.tokens(), []);
   const [name, setName] = useState('');
   const [ttl, setTtl] = useState('2592000');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
   const [created, setCreated] = useState(null);
   const [saved, setSaved] = useState(false);
   const [revoking, setRevoking] = useState(null);
-  const [rbusy, setRbusy] = useState(false);
-  const [rerror, setRerror] = useState(null);
-  const submit = async (e) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const t = await api.createToken({ name, ttl_seconds: Number(ttl) });
-      setName('');
-      setSaved(false);
-      setCreated(t);
-      st.reload();
-    } catch (err) {
-      setError(err);
-    }
-    setBusy(false);
-  };
-  const revoke = async () => {
-    setRbusy(true);
-    setRerror(null);
-    try {
-      await api.deleteToken(revoking.id);
-      setRevoking(null);
-      st.reload();
-    } catch (err) {
-      setRerror(err);
-    }
-    setRbusy(false);
-  };
+  const { busy, error, submit } = useSubmit(async () => {
+    const t = await api.createToken({ name, ttl_seconds: Number(ttl) });
+    setName('');
+    setSaved(false);
+    setCreated(t);
+    st.reload();
+  });
+  const { busy: rbusy, error: rerror, submit: revoke } = useSubmit(async () => {
+    await api.deleteToken(revoking.id);
+    setRevoking(null);
+    st.reload();
+  });
   return html`<section>
     <h1>API tokens</h1>
     <p>Tokens let scripts and Terraform call the API: <code>Authorization: Bearer contrail_api_…</code>.
@@ -78,7 +59,7 @@ export function Tokens() {
           <thead><tr><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>
           <tbody>${data.items.map((t) => html`<tr key=${t.id}>
             <td class="token-name">${t.name}</td><td>${when(t.created_at)}</td><td>${when(t.expires_at)}</td><td>${when(t.last_used_at)}</td>
-            <td><button type="button" class="danger small" onClick=${() => { setRerror(null); setRevoking(t); }}>Revoke</button></td>
+            <td><button type="button" class="danger small" onClick=${() => setRevoking(t)}>Revoke</button></td>
           </tr>`)}</tbody>
         </table></div>`}<//>
     <${Confirm} title="Revoke token" open=${!!revoking} onCancel=${() => setRevoking(null)} onConfirm=${revoke}

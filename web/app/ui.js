@@ -69,6 +69,25 @@ export function FormError({ error, fields }) {
   return html`<${ErrorMsg} error=${error} />`;
 }
 
+/** useSubmit runs action for a form's submit (or a button), with its
+ * busy state and the error it failed with, if it did. */
+export function useSubmit(action) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState(null);
+  const submit = async (e) => {
+    if (e && e.preventDefault) e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await action();
+    } catch (err) {
+      setError(err);
+    }
+    setBusy(false);
+  };
+  return { busy, error, submit };
+}
+
 /** Submit is a form's submit button with a busy state. */
 export function Submit({ busy, children, ...rest }) {
   return html`<button type="submit" class="primary" disabled=${busy} aria-busy=${busy ? 'true' : 'false'} ...${rest}>

@@ -3,7 +3,7 @@
 // saved them), list them, revoke one.
 import { html, useState } from '/vendor/htm-preact-standalone.module.js';
 import { api } from './api.js';
-import { Confirm, CopyButton, Dialog, Field, FormError, Loaded, Snippet, Submit, downloadFile, useLoad } from './ui.js';
+import { Confirm, CopyButton, Dialog, Field, FormError, Loaded, Snippet, Submit, downloadFile, useLoad, useSubmit } from './ui.js';
 import { snippets } from './snippets.js';
 import { when, shortKey, slug } from './format.js';
 
@@ -19,27 +19,17 @@ function CreateUser({ account, onCreated }) {
   const [pub, setPub] = useState('');
   const [sub, setSub] = useState('');
   const [expiry, setExpiry] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
-  const submit = async (e) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
+  const { busy, error, submit } = useSubmit(async () => {
     const body = { name };
     const perms = {};
     if (subjects(pub).length) perms.publish = { allow: subjects(pub) };
     if (subjects(sub).length) perms.subscribe = { allow: subjects(sub) };
     if (perms.publish || perms.subscribe) body.permissions = perms;
     if (expiry) body.expires_in_seconds = Number(expiry);
-    try {
-      const u = await api.createUser(account.id, body);
-      setName(''); setPub(''); setSub(''); setExpiry('');
-      onCreated(u);
-    } catch (err) {
-      setError(err);
-    }
-    setBusy(false);
-  };
+    const u = await api.createUser(account.id, body);
+    setName(''); setPub(''); setSub(''); setExpiry('');
+    onCreated(u);
+  });
   const fields = ['name', 'permissions.publish.allow', 'permissions.subscribe.allow', 'expires_in_seconds'];
   return html`<form class="user-form" onSubmit=${submit} novalidate>
     <h2>Create user</h2>
@@ -89,20 +79,11 @@ export function Users({ account }) {
   const st = useLoad(() => api.users(account.id), [account.id]);
   const [created, setCreated] = useState(null);
   const [revoking, setRevoking] = useState(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
-  const revoke = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      await api.deleteUser(account.id, revoking.id);
-      setRevoking(null);
-      st.reload();
-    } catch (err) {
-      setError(err);
-    }
-    setBusy(false);
-  };
+  const { busy, error, submit: revoke } = useSubmit(async () => {
+    await api.deleteUser(account.id, revoking.id);
+    setRevoking(null);
+    st.reload();
+  });
   return html`<div>
     <${CreateUser} account=${account} onCreated=${(u) => { setCreated(u); st.reload(); }} />
     ${created ? html`<${CredsDialog} account=${account} user=${created} onClose=${() => setCreated(null)} />` : null}
@@ -117,7 +98,7 @@ export function Users({ account }) {
             <td>${perms(u.permissions)}</td>
             <td>${u.expires_at ? when(u.expires_at) : 'never'}</td>
             <td>${when(u.created_at)}</td>
-            <td><button type="button" class="danger small" onClick=${() => { setError(null); setRevoking(u); }}>Revoke</button></td>
+            <td><button type="button" class="danger small" onClick=${() => setRevoking(u)}>Revoke</button></td>
           </tr>`)}</tbody>
         </table></div>`}<//>
     <${Confirm} title="Revoke user" open=${!!revoking} onCancel=${() => setRevoking(null)} onConfirm=${revoke}
