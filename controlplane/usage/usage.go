@@ -40,13 +40,8 @@ const cellTimeout = 5 * time.Second
 
 // Sample is one account's usage at one moment.
 type Sample struct {
-	At           time.Time `json:"at"`
-	Connections  int       `json:"connections"`
-	Streams      int       `json:"streams"`
-	Consumers    int       `json:"consumers"`
-	Messages     uint64    `json:"messages"`
-	StorageBytes uint64    `json:"storage_bytes"`
-	MemoryBytes  uint64    `json:"memory_bytes"`
+	At time.Time `json:"at"`
+	provision.Usage
 }
 
 // Cells answers what an account uses now; *provision.Cells is the real one.
@@ -194,8 +189,7 @@ func (s *Sampler) Round(ctx context.Context) error {
 			}
 			continue
 		}
-		taken[a.ID] = Sample{At: now, Connections: u.Connections, Streams: u.Streams, Consumers: u.Consumers,
-			Messages: u.Messages, StorageBytes: u.StorageBytes, MemoryBytes: u.MemoryBytes}
+		taken[a.ID] = Sample{At: now, Usage: *u}
 	}
 	return s.commit(now, taken, live)
 }
