@@ -13,32 +13,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	oaslegacy "github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/contrail/contrail/controlplane/auth"
 	"github.com/contrail/contrail/controlplane/provision"
 	"github.com/contrail/contrail/controlplane/records"
 	"github.com/contrail/contrail/controlplane/state"
 	"github.com/contrail/contrail/controlplane/usage"
-	"github.com/contrail/contrail/openapi"
+	"github.com/contrail/contrail/openapi/spectest"
 )
 
-// specRouter finds the spec's operation for a request sent to
-// httptest's default host.
-var specRouter = sync.OnceValues(func() (routers.Router, error) {
-	doc, err := openapi3.NewLoader().LoadFromData(openapi.Spec)
-	if err != nil {
-		return nil, err
-	}
-	doc.Servers = openapi3.Servers{{URL: "http://example.com"}}
-	if err := doc.Validate(context.Background()); err != nil {
-		return nil, err
-	}
-	return oaslegacy.NewRouter(doc)
-})
+// specCheck holds exchanges with httptest's default host to the spec.
+var specCheck = sync.OnceValues(func() (*spectest.Checker, error) { return spectest.New("http://example.com") })
 
 // send serves one request and holds the request (unless bad marks it
 // malformed on purpose) and the response to openapi.yaml.
@@ -52,30 +37,17 @@ func (a *testAPI) send(req *http.Request, bad bool) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	a.srv.ServeHTTP(rec, req)
 
-	router, err := specRouter()
+	check, err := specCheck()
 	if err != nil {
-		a.t.Fatalf("openapi.yaml: %v", err)
+		a.t.Fatal(err)
 	}
-	// httptest's request names only the path; the router matches the
-	// full URL against the spec's server.
-	req = req.Clone(req.Context())
-	req.URL.Scheme, req.URL.Host = "http", req.Host
-	route, params, err := router.FindRoute(req)
-	if err != nil {
-		a.t.Fatalf("%s %s is not in openapi.yaml: %v", req.Method, req.URL.Path, err)
-	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true, IncludeResponseStatus: true}
-	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
-	if !bad {
-		if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
-			a.t.Errorf("request %s %s does not match the spec: %v", req.Method, req.URL, err)
-		}
-	}
-	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: rec.Code, Header: rec.Header(),
-		Body: io.NopCloser(bytes.NewReader(rec.Body.Bytes())), Options: opts}
-	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-		a.t.Errorf("response to %s %s (%d %s) does not match the spec: %v", req.Method, req.URL, rec.Code, rec.Body, err)
+	// httptest's request names only the path; the spec is matched
+	// against the full URL.
+	full := req.Clone(req.Context())
+	full.URL.Scheme, full.URL.Host = "http", req.Host
+	for _, err := range check.Check(spectest.Exchange{Request: full, RequestBody: body, SkipRequest: bad,
+		Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}) {
+		a.t.Error(err)
 	}
 	return rec
 }
