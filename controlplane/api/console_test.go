@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/contrail/contrail/controlplane/auth"
 	"github.com/contrail/contrail/controlplane/provision"
 	"github.com/contrail/contrail/controlplane/records"
