@@ -150,8 +150,14 @@ func TestConsoleBrowser(t *testing.T) {
 	b.waitJS("a sample with 3 messages", `document.querySelector('[data-chart="Messages"] figcaption .muted')?.textContent === '3'`)
 	b.shoot("usage")
 
-	// Settings: deleting needs the name typed.
+	// Settings: the form holds the current limits and saves new ones;
+	// deleting needs the name typed.
 	b.clickText("Settings")
+	b.waitJS("the current limits in the form", `document.querySelector('input[name="limits.jetstream.max_streams"]')?.value === '10'`)
+	b.fill("limits.jetstream.max_streams", "20")
+	b.clickText("Save changes")
+	b.waitText(".ok", "Saved")
+	b.waitJS("the saved limit in the form", `document.querySelector('input[name="limits.jetstream.max_streams"]')?.value === '20'`)
 	b.clickText("Delete account…")
 	b.text("dialog[open] #confirm-name")
 	ready := `!document.querySelector('dialog[open] button.danger').disabled`
@@ -179,8 +185,8 @@ func TestConsoleBrowser(t *testing.T) {
 	b.waitJS("the token dialog to close", `!document.querySelector('dialog[open]')`)
 	var accts items[cpAccount]
 	newAPI(t, d.URL).as(token).do("GET", "/v1/accounts", nil, 200, &accts)
-	if len(accts.Items) != 1 || accts.Items[0].Name != hostileAccount {
-		t.Fatalf("accounts with the new token: %+v", accts.Items)
+	if len(accts.Items) != 1 || accts.Items[0].Name != hostileAccount || accts.Items[0].Limits.JetStream.MaxStreams != 20 {
+		t.Fatalf("accounts with the new token: %+v (want the console's name and its max_streams 20)", accts.Items)
 	}
 	b.do("reloading", chromedp.Reload())
 	b.waitText("td.token-name", "terraform")

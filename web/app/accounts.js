@@ -48,8 +48,9 @@ const defaults = {
   'limits.jetstream.max_streams': '-1', 'limits.jetstream.max_consumers': '-1', 'limits.jetstream.max_ack_pending': '-1',
 };
 
-function get(obj, path) {
-  return path.split('.').slice(1).reduce((o, k) => (o == null ? o : o[k]), obj.limits ? obj : { limits: obj });
+/** limitOf reads a limit from an account by its field path ("limits.jetstream.max_streams"). */
+function limitOf(account, path) {
+  return path.split('.').slice(1).reduce((o, k) => (o == null ? o : o[k]), account.limits);
 }
 
 /** limitsBody turns the form's strings into the API's limits object. A
@@ -73,7 +74,7 @@ export function AccountForm({ account, onSave, action }) {
   const [values, setValues] = useState(() => {
     if (!account) return { ...defaults };
     const v = {};
-    for (const [path] of limitFields) v[path] = String(get(account, path));
+    for (const [path] of limitFields) v[path] = String(limitOf(account, path));
     return v;
   });
   const { busy, error, submit } = useSubmit(() => onSave({ name, limits: limitsBody(values) }));
