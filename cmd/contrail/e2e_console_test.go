@@ -111,6 +111,18 @@ func TestConsoleBrowser(t *testing.T) {
 	b.waitJS("the creds dialog to close", `!document.querySelector('dialog[open]')`)
 	b.waitText("td.user-name", "publisher")
 	b.shoot("users")
+	// A second user, revoked after confirming; publisher stays.
+	b.fill("name", "temp")
+	b.clickText("Create user")
+	b.text("dialog[open] textarea.creds")
+	b.click("#creds-saved")
+	b.clickText("Close")
+	b.waitText("td.user-name", "temp")
+	// Users are listed in id order, so temp's row is found by its name.
+	eval[bool](b, `(() => { [...document.querySelectorAll('table.users tbody tr')].find(r => r.querySelector('td.user-name').textContent === 'temp').querySelector('button.danger').click(); return true; })()`)
+	b.text("dialog[open] button.danger")
+	b.clickText("Revoke user")
+	b.waitJS("temp to be revoked", `[...document.querySelectorAll('td.user-name')].map(e => e.textContent).join() === 'publisher'`)
 
 	// Publish with stock nats.go and the downloaded file.
 	credsPath := writeFile(t, t.TempDir(), "publisher.creds", string(creds))
@@ -194,6 +206,10 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Fatal("the token's last use is not shown after it was used")
 	}
 	b.shoot("tokens")
+	b.click("table.tokens button.danger")
+	b.clickText("Revoke token")
+	b.waitText(".empty-line", "No API tokens yet")
+	newAPI(t, d.URL).as(token).problemOf("GET", "/v1/accounts", nil, 401, false)
 
 	b.clickText("Members")
 	b.waitText("table.members td", "ada@example.com")
