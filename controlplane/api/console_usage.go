@@ -12,7 +12,7 @@ import (
 
 // UsageHistory serves sampled usage; *usage.Sampler is the real one.
 type UsageHistory interface {
-	History(accountID string, since time.Time) []usage.Sample
+	History(accountID string, since time.Time) ([]usage.Sample, error)
 }
 
 // historyWindows are the windows the history route serves.
@@ -72,7 +72,9 @@ func (s *Server) usageHistory(c echo.Context) error {
 	out := historyView{Window: window, IntervalSeconds: int64(s.UsageInterval / time.Second), From: now.Add(-span), To: now}
 	var samples []usage.Sample
 	if s.Usage != nil {
-		samples = s.Usage.History(a.ID, out.From)
+		if samples, err = s.Usage.History(a.ID, out.From); err != nil {
+			return err
+		}
 	}
 	ser := &out.Series
 	for _, v := range []*[]point{&ser.StorageBytes, &ser.MemoryBytes, &ser.Messages, &ser.Connections, &ser.Streams, &ser.Consumers} {

@@ -1,5 +1,5 @@
 // Package usage samples what each account uses on its cell at a fixed
-// interval and keeps the samples as a bounded ring per account, in the
+// interval and keeps the samples as a bounded ring per account in the
 // control plane's store, so usage charts survive a restart. The console
 // draws its charts from History.
 //
@@ -7,9 +7,10 @@
 //
 //	usage/<account id>/<unix seconds, 20 digits>   Sample (JSON)
 //
-// Invariant: the store holds exactly the samples of the in-memory rings.
-// A round's puts and evictions are applied in one batch, and the rings
-// change only after that batch is durable.
+// Invariant: an account holds at most Capacity samples. A round's puts
+// and evictions are applied in one batch, and what the Sampler remembers
+// of the store (a count and the newest time per account) changes only
+// after that batch is durable.
 package usage
 
 import (
@@ -68,18 +69,27 @@ type Config struct {
 
 // Sampler takes samples and serves them. Round and Run take samples
 // (one round at a time: Run calls Round from one goroutine); History may
-// be called concurrently with them.
+// be called concurrently with them. The samples live only in the store:
+// memory holds two numbers per account, whatever the capacity.
 type Sampler struct {
 	cfg Config
 
-	round sync.Mutex // one round at a time
-	mu    struct {
-		sync.RWMutex
-		rings map[string]*ring // account id → its samples; guarded by mu
-	}
+	mu   sync.Mutex      // one round at a time; guards kept
+	kept map[string]kept // account id → what the store holds of it
 }
 
-// New loads the samples kept in the store and returns a Sampler.
+// kept is what the store holds of one account's samples.
+//
+// Invariant: n is the number of the account's sample keys in the store,
+// 1 <= n <= capacity, and last is the newest one's time.
+type kept struct {
+	n    int
+	last int64 // unix seconds
+}
+
+// New reads what the store keeps and returns a Sampler. An account with
+// more samples than the capacity (it was lowered) keeps its newest; the
+// rest are deleted.
 func New(cfg Config) (*Sampler, error) {
 	if cfg.Capacity <= 0 {
 		cfg.Capacity = DefaultCapacity
@@ -90,51 +100,54 @@ func New(cfg Config) (*Sampler, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sampler{cfg: cfg}
-	s.mu.rings = map[string]*ring{}
-	if err := s.load(); err != nil {
-		return nil, err
+	s := &Sampler{cfg: cfg, kept: map[string]kept{}}
+	kvs, err := cfg.Store.Scan(prefix, 0)
+	if err != nil {
+		return nil, fmt.Errorf("loading usage samples: %w", err)
+	}
+	byAccount := map[string][]string{} // keys in time order
+	for _, kv := range kvs {
+		id, secs, err := parseKey(kv.Key)
+		if err != nil {
+			return nil, err
+		}
+		byAccount[id] = append(byAccount[id], kv.Key)
+		s.kept[id] = kept{n: len(byAccount[id]), last: secs}
+	}
+	b := new(state.Batch)
+	for id, keys := range byAccount {
+		if extra := len(keys) - cfg.Capacity; extra > 0 {
+			for _, k := range keys[:extra] {
+				b.Delete(k)
+			}
+			k := s.kept[id]
+			k.n = cfg.Capacity
+			s.kept[id] = k
+		}
+	}
+	if b.Len() > 0 {
+		if err := cfg.Store.Apply(b); err != nil {
+			return nil, fmt.Errorf("trimming usage samples: %w", err)
+		}
 	}
 	return s, nil
 }
 
-func sampleKey(accountID string, at time.Time) string {
-	return fmt.Sprintf("usage/%s/%020d", accountID, max(at.Unix(), 0))
+const prefix = "usage/"
+
+func accountPrefix(id string) string { return prefix + id + "/" }
+
+func sampleKey(id string, secs int64) string {
+	return fmt.Sprintf("%s%020d", accountPrefix(id), max(secs, 0))
 }
 
-// load reads every kept sample into the rings (keys sort by time within
-// an account). An account with more samples than the capacity (the
-// capacity was lowered) keeps its newest; the rest are deleted.
-func (s *Sampler) load() error {
-	kvs, err := s.cfg.Store.Scan("usage/", 0)
-	if err != nil {
-		return fmt.Errorf("loading usage samples: %w", err)
+func parseKey(key string) (id string, secs int64, err error) {
+	id, ts, ok := strings.Cut(strings.TrimPrefix(key, prefix), "/")
+	secs, perr := strconv.ParseInt(ts, 10, 64)
+	if !ok || perr != nil || id == "" {
+		return "", 0, fmt.Errorf("usage sample key %q: malformed", key)
 	}
-	b := new(state.Batch)
-	for _, kv := range kvs {
-		id, ts, ok := strings.Cut(strings.TrimPrefix(kv.Key, "usage/"), "/")
-		if _, err := strconv.ParseInt(ts, 10, 64); !ok || err != nil {
-			return fmt.Errorf("usage sample key %q: malformed", kv.Key)
-		}
-		var smp Sample
-		if err := json.Unmarshal(kv.Value, &smp); err != nil {
-			return fmt.Errorf("usage sample %s: %w", kv.Key, err)
-		}
-		r := s.mu.rings[id]
-		if r == nil {
-			r = newRing(s.cfg.Capacity)
-			s.mu.rings[id] = r
-		}
-		if old, evicted := r.push(smp); evicted {
-			b.Delete(sampleKey(id, old.At))
-		}
-	}
-	if b.Len() > 0 {
-		if err := s.cfg.Store.Apply(b); err != nil {
-			return fmt.Errorf("trimming usage samples: %w", err)
-		}
-	}
-	return nil
+	return id, secs, nil
 }
 
 // Run takes a round of samples at once and then every interval until
@@ -160,23 +173,32 @@ func (s *Sampler) Run(ctx context.Context, interval time.Duration) {
 // Round samples every live account once, drops the samples of accounts
 // that are gone, and stores the result in one batch. An account whose
 // cell does not answer gets no sample this round (a gap in its chart,
-// not a zero). It returns an error only if the store fails.
+// not a zero), and neither do the other accounts of that cell: one
+// unreachable cell costs a round one timeout, not one per account. It
+// returns an error only if the store fails.
 func (s *Sampler) Round(ctx context.Context) error {
-	s.round.Lock()
-	defer s.round.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	accts, err := s.cfg.Accounts.AllAccounts()
 	if err != nil {
 		return fmt.Errorf("listing accounts: %w", err)
 	}
 	now := s.cfg.Now().UTC().Truncate(time.Second)
-	taken := map[string]Sample{}
-	live := map[string]bool{}
+	b := new(state.Batch)
+	next := map[string]kept{}
+	down := map[string]bool{}
 	for i := range accts {
 		a := &accts[i]
 		if a.Deleted {
 			continue
 		}
-		live[a.ID] = true
+		k, had := s.kept[a.ID]
+		if had {
+			next[a.ID] = k
+		}
+		if down[a.Cell] || (had && now.Unix() <= k.last) {
+			continue // the cell is down, or this second is sampled already
+		}
 		cctx, cancel := context.WithTimeout(ctx, cellTimeout)
 		u, err := s.cfg.Cells.Usage(cctx, a.Cell, a.PublicKey)
 		cancel()
@@ -184,131 +206,68 @@ func (s *Sampler) Round(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if !errors.Is(err, provision.ErrCellUnavailable) {
+			if errors.Is(err, provision.ErrCellUnavailable) {
+				down[a.Cell] = true
+			} else {
 				s.cfg.Log.Warn("usage sample", "account", a.ID, "err", err)
 			}
 			continue
 		}
-		taken[a.ID] = Sample{At: now, Usage: *u}
-	}
-	return s.commit(now, taken, live)
-}
-
-// commit stores the round's samples and evictions, then applies them to
-// the rings.
-func (s *Sampler) commit(now time.Time, taken map[string]Sample, live map[string]bool) error {
-	s.mu.RLock()
-	b := new(state.Batch)
-	var gone []string
-	for id, r := range s.mu.rings {
-		if !live[id] {
-			gone = append(gone, id)
-			for _, smp := range r.all() {
-				b.Delete(sampleKey(id, smp.At))
-			}
-		}
-	}
-	for id, smp := range taken {
-		r := s.mu.rings[id]
-		if r != nil {
-			if last, ok := r.last(); ok && !smp.At.After(last.At) {
-				delete(taken, id) // two rounds in one second: keep the first
-				continue
-			}
-			if old, full := r.oldest(); full {
-				b.Delete(sampleKey(id, old.At))
-			}
-		}
-		data, err := json.Marshal(smp)
+		data, err := json.Marshal(Sample{At: now, Usage: *u})
 		if err != nil {
-			s.mu.RUnlock()
 			return fmt.Errorf("encoding usage sample: %w", err)
 		}
-		b.Put(sampleKey(id, smp.At), data)
-	}
-	s.mu.RUnlock()
-	if b.Len() == 0 {
-		return nil
-	}
-	if err := s.cfg.Store.Apply(b); err != nil {
-		return fmt.Errorf("storing usage samples: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, id := range gone {
-		delete(s.mu.rings, id)
-	}
-	for id, smp := range taken {
-		r := s.mu.rings[id]
-		if r == nil {
-			r = newRing(s.cfg.Capacity)
-			s.mu.rings[id] = r
+		if k.n >= s.cfg.Capacity {
+			// Evict the oldest: the first keys under the account.
+			old, err := s.cfg.Store.Scan(accountPrefix(a.ID), k.n-s.cfg.Capacity+1)
+			if err != nil {
+				return fmt.Errorf("usage samples of %s: %w", a.ID, err)
+			}
+			for _, kv := range old {
+				b.Delete(kv.Key)
+				k.n--
+			}
 		}
-		r.push(smp)
+		b.Put(sampleKey(a.ID, now.Unix()), data)
+		next[a.ID] = kept{n: k.n + 1, last: now.Unix()}
 	}
+	for id := range s.kept {
+		if _, live := next[id]; !live {
+			gone, err := s.cfg.Store.Scan(accountPrefix(id), 0)
+			if err != nil {
+				return fmt.Errorf("usage samples of %s: %w", id, err)
+			}
+			for _, kv := range gone {
+				b.Delete(kv.Key)
+			}
+		}
+	}
+	if b.Len() > 0 {
+		if err := s.cfg.Store.Apply(b); err != nil {
+			return fmt.Errorf("storing usage samples: %w", err)
+		}
+	}
+	s.kept = next
 	return nil
 }
 
 // History returns the account's samples taken at or after since, oldest
-// first (a copy the caller may keep).
-func (s *Sampler) History(accountID string, since time.Time) []Sample {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	r := s.mu.rings[accountID]
-	if r == nil {
-		return nil
+// first.
+func (s *Sampler) History(accountID string, since time.Time) ([]Sample, error) {
+	kvs, err := s.cfg.Store.Scan(accountPrefix(accountID), 0)
+	if err != nil {
+		return nil, fmt.Errorf("usage samples of %s: %w", accountID, err)
 	}
 	var out []Sample
-	for _, smp := range r.all() {
-		if !smp.At.Before(since) {
-			out = append(out, smp)
+	for _, kv := range kvs {
+		if _, secs, err := parseKey(kv.Key); err != nil || secs < since.Unix() {
+			continue
 		}
+		var smp Sample
+		if err := json.Unmarshal(kv.Value, &smp); err != nil {
+			return nil, fmt.Errorf("usage sample %s: %w", kv.Key, err)
+		}
+		out = append(out, smp)
 	}
-	return out
-}
-
-// ring is a fixed-capacity circular buffer of samples in time order.
-//
-// Invariant: 0 <= n <= len(buf); the oldest sample is buf[start].
-type ring struct {
-	buf      []Sample
-	start, n int
-}
-
-func newRing(capacity int) *ring { return &ring{buf: make([]Sample, capacity)} }
-
-// push appends smp; when full it overwrites the oldest and returns it.
-func (r *ring) push(smp Sample) (evicted Sample, ok bool) {
-	if r.n < len(r.buf) {
-		r.buf[(r.start+r.n)%len(r.buf)] = smp
-		r.n++
-		return Sample{}, false
-	}
-	evicted = r.buf[r.start]
-	r.buf[r.start] = smp
-	r.start = (r.start + 1) % len(r.buf)
-	return evicted, true
-}
-
-// oldest returns the sample the next push would evict, if the ring is full.
-func (r *ring) oldest() (Sample, bool) {
-	if r.n < len(r.buf) {
-		return Sample{}, false
-	}
-	return r.buf[r.start], true
-}
-
-func (r *ring) last() (Sample, bool) {
-	if r.n == 0 {
-		return Sample{}, false
-	}
-	return r.buf[(r.start+r.n-1)%len(r.buf)], true
-}
-
-func (r *ring) all() []Sample {
-	out := make([]Sample, 0, r.n)
-	for i := range r.n {
-		out = append(out, r.buf[(r.start+i)%len(r.buf)])
-	}
-	return out
+	return out, nil
 }

@@ -17,13 +17,15 @@ import (
 type fakeCells struct {
 	mu    sync.Mutex
 	usage map[string]provision.Usage // by public key
-	down  map[string]bool
+	down  map[string]bool            // by cell
+	asked map[string]int             // by public key
 }
 
-func (f *fakeCells) Usage(_ context.Context, _, pub string) (*provision.Usage, error) {
+func (f *fakeCells) Usage(_ context.Context, cell, pub string) (*provision.Usage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.down[pub] {
+	f.asked[pub]++
+	if f.down[cell] {
 		return nil, fmt.Errorf("%w: test cell down", provision.ErrCellUnavailable)
 	}
 	u := f.usage[pub]
@@ -68,8 +70,8 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	return &world{t: t, store: state.NewMem(),
-		cells: &fakeCells{usage: map[string]provision.Usage{}, down: map[string]bool{}},
-		accts: &fakeAccounts{list: []records.Account{{ID: "acc_a", Cell: "c", PublicKey: "PA"}, {ID: "acc_b", Cell: "c", PublicKey: "PB"}}},
+		cells: &fakeCells{usage: map[string]provision.Usage{}, down: map[string]bool{}, asked: map[string]int{}},
+		accts: &fakeAccounts{list: []records.Account{{ID: "acc_a", Cell: "c1", PublicKey: "PA"}, {ID: "acc_b", Cell: "c2", PublicKey: "PB"}}},
 		clock: &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
 }
 
@@ -99,6 +101,16 @@ func (w *world) keys(id string) int {
 	return len(kvs)
 }
 
+// history is the account's samples since, or fails the test.
+func (w *world) history(s *Sampler, id string, since time.Time) []Sample {
+	w.t.Helper()
+	smps, err := s.History(id, since)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return smps
+}
+
 func messages(smps []Sample) []uint64 {
 	var out []uint64
 	for _, s := range smps {
@@ -120,53 +132,65 @@ func TestRingIsBoundedAndKept(t *testing.T) {
 		w.clock.advance(time.Minute)
 	}
 	since := w.clock.Now().Add(-time.Hour)
-	if got := messages(s.History("acc_a", since)); fmt.Sprint(got) != "[2 3 4]" {
+	if got := messages(w.history(s, "acc_a", since)); fmt.Sprint(got) != "[2 3 4]" {
 		t.Fatalf("acc_a history = %v, want [2 3 4]", got)
 	}
-	if got := messages(s.History("acc_b", since)); fmt.Sprint(got) != "[102 103 104]" {
+	if got := messages(w.history(s, "acc_b", since)); fmt.Sprint(got) != "[102 103 104]" {
 		t.Fatalf("acc_b history = %v", got)
 	}
 	if n := w.keys("acc_a"); n != 3 {
 		t.Fatalf("store holds %d samples of acc_a, want 3", n)
 	}
 	again := w.sampler(3)
-	if got := messages(again.History("acc_a", since)); fmt.Sprint(got) != "[2 3 4]" {
+	if got := messages(w.history(again, "acc_a", since)); fmt.Sprint(got) != "[2 3 4]" {
 		t.Fatalf("after a restart acc_a history = %v, want [2 3 4]", got)
 	}
 	// The window cuts the oldest.
-	if got := messages(again.History("acc_a", w.clock.Now().Add(-2*time.Minute))); fmt.Sprint(got) != "[3 4]" {
+	if got := messages(w.history(again, "acc_a", w.clock.Now().Add(-2*time.Minute))); fmt.Sprint(got) != "[3 4]" {
 		t.Fatalf("the last two minutes = %v, want [3 4]", got)
 	}
 	// A lower capacity at start keeps the newest and deletes the rest.
 	small := w.sampler(2)
-	if got := messages(small.History("acc_a", since)); fmt.Sprint(got) != "[3 4]" || w.keys("acc_a") != 2 {
+	if got := messages(w.history(small, "acc_a", since)); fmt.Sprint(got) != "[3 4]" || w.keys("acc_a") != 2 {
 		t.Fatalf("capacity 2: history %v, %d kept", got, w.keys("acc_a"))
 	}
 	// The ring goes on from where it was.
 	w.cells.set("PA", 5)
 	w.round(small)
-	if got := messages(small.History("acc_a", since)); fmt.Sprint(got) != "[4 5]" || w.keys("acc_a") != 2 {
+	if got := messages(w.history(small, "acc_a", since)); fmt.Sprint(got) != "[4 5]" || w.keys("acc_a") != 2 {
 		t.Fatalf("after one more round: history %v, %d kept", got, w.keys("acc_a"))
 	}
 }
 
 // TestUnavailableCellLeavesAGap: an account whose cell does not answer
-// gets no sample (not a zero), and the others are sampled as usual.
+// gets no sample (not a zero), the cell's other accounts are not asked
+// in that round, and the other cells' accounts are sampled as usual.
 func TestUnavailableCellLeavesAGap(t *testing.T) {
 	w := newWorld(t)
+	w.accts.list = append(w.accts.list, records.Account{ID: "acc_c", Cell: "c1", PublicKey: "PC"})
 	s := w.sampler(10)
 	w.cells.set("PA", 7)
 	w.cells.set("PB", 8)
 	w.round(s)
 	w.clock.advance(time.Minute)
-	w.cells.down["PA"] = true
+	w.cells.down["c1"] = true
 	w.round(s)
 	since := w.clock.Now().Add(-time.Hour)
-	if got := messages(s.History("acc_a", since)); fmt.Sprint(got) != "[7]" {
+	if got := messages(w.history(s, "acc_a", since)); fmt.Sprint(got) != "[7]" {
 		t.Fatalf("acc_a = %v, want only the sample before the cell went down", got)
 	}
-	if got := s.History("acc_b", since); len(got) != 2 {
+	if got := w.history(s, "acc_b", since); len(got) != 2 {
 		t.Fatalf("acc_b has %d samples, want 2", len(got))
+	}
+	if n := w.cells.asked["PC"]; n != 1 {
+		t.Fatalf("acc_c was asked %d times, want once: its cell was down in the second round", n)
+	}
+	// The cell is back: the gap stays a gap, and sampling goes on.
+	w.clock.advance(time.Minute)
+	w.cells.down["c1"] = false
+	w.round(s)
+	if got := messages(w.history(s, "acc_a", since)); fmt.Sprint(got) != "[7 7]" {
+		t.Fatalf("acc_a after the cell came back = %v", got)
 	}
 }
 
@@ -179,7 +203,7 @@ func TestDeletedAccountsSamplesGo(t *testing.T) {
 	w.clock.advance(time.Minute)
 	w.accts.list[0].Deleted = true
 	w.round(s)
-	if got := s.History("acc_a", time.Time{}); got != nil {
+	if got := w.history(s, "acc_a", time.Time{}); got != nil {
 		t.Fatalf("a deleted account still has history %v", got)
 	}
 	if n := w.keys("acc_a"); n != 0 {
@@ -198,7 +222,7 @@ func TestTwoRoundsInOneSecond(t *testing.T) {
 	w.round(s)
 	w.cells.set("PA", 2)
 	w.round(s)
-	if got := messages(s.History("acc_a", time.Time{})); fmt.Sprint(got) != "[1]" || w.keys("acc_a") != 1 {
+	if got := messages(w.history(s, "acc_a", time.Time{})); fmt.Sprint(got) != "[1]" || w.keys("acc_a") != 1 {
 		t.Fatalf("history %v with %d keys, want [1] and 1", got, w.keys("acc_a"))
 	}
 }
@@ -212,7 +236,7 @@ func TestRunSamplesAtOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s.Run(ctx, time.Hour)
-	if got := s.History("acc_a", time.Time{}); len(got) != 1 {
+	if got := w.history(s, "acc_a", time.Time{}); len(got) != 1 {
 		t.Fatalf("Run took %d samples at start, want 1", len(got))
 	}
 }
