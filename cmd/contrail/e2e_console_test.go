@@ -281,3 +281,45 @@ func crossSiteFormRefused(t *testing.T, b *tab, d *devProc, keep string) {
 		t.Fatal("the forged post created an account")
 	}
 }
+
+// TestConsoleUsageKeptAcrossRestart: the usage samples behind the
+// console's charts survive a restart of `contrail dev`, and sampling
+// goes on after it.
+func TestConsoleUsageKeptAcrossRestart(t *testing.T) {
+	d := &devProc{DataDir: filepath.Join(t.TempDir(), "data"), httpAddr: freeAddr(t), natsAddr: freeAddr(t),
+		args: []string{"--usage-interval", "1s"}}
+	d.URL, d.NatsURL = "http://"+d.httpAddr, "nats://"+d.natsAddr
+	d.start(t)
+	a, _ := newAPI(t, d.URL).signup("kept@example.com", "Kept")
+	acc := a.createAccount("charts", nil)
+	type history struct {
+		Series struct {
+			Connections []struct{ X, Y int64 } `json:"connections"`
+		} `json:"series"`
+	}
+	xs := func() []int64 {
+		var h history
+		a.do("GET", "/v1/accounts/"+acc.ID+"/usage/history", nil, 200, &h)
+		var out []int64
+		for _, p := range h.Series.Connections {
+			out = append(out, p.X)
+		}
+		return out
+	}
+	waitFor(t, 20*time.Second, "two usage samples", func() bool { return len(xs()) >= 2 })
+	before := xs()
+	d.stop()
+	d.start(t)
+	var login struct{ Token string }
+	newAPI(t, d.URL).do("POST", "/v1/login", map[string]string{"email": "kept@example.com", "password": "correct horse battery"}, 200, &login)
+	a = a.as(login.Token)
+	kept := xs()
+	if len(kept) < len(before) || fmt.Sprint(kept[:len(before)]) != fmt.Sprint(before) {
+		t.Fatalf("after a restart the history starts %v, want the samples taken before it, %v", kept, before)
+	}
+	last := kept[len(kept)-1]
+	waitFor(t, 20*time.Second, "a sample after the restart", func() bool {
+		now := xs()
+		return len(now) > 0 && now[len(now)-1] > last
+	})
+}
