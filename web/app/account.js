@@ -8,7 +8,7 @@ import { AccountForm } from './accounts.js';
 import { Users } from './users.js';
 import { Streams } from './streams.js';
 import { UsageCharts } from './charts.js';
-import { bytes, count, limit } from './format.js';
+import { bytes, count, limit, slug } from './format.js';
 import { snippets } from './snippets.js';
 
 const tabs = [['overview', 'Overview'], ['users', 'Users'], ['streams', 'Streams'], ['usage', 'Usage'], ['settings', 'Settings']];
@@ -59,7 +59,8 @@ function Overview({ account: a }) {
         <button type="button" class="link" onClick=${st.reload}>Refresh</button></p>
     </div>`}<//>
     <h2>Connect</h2>
-    <p>Create a user on the <a href=${`#/accounts/${encodeURIComponent(a.id)}/users`}>Users</a> tab and download its creds file, then:</p>
+    <p>Create a user on the <a href=${`#/accounts/${encodeURIComponent(a.id)}/users`}>Users</a> tab and download its creds file
+      (<code>${slug(a.name)}-<em>user</em>.creds</code>), then:</p>
     ${snippets(a).map(([id, title, text]) => html`<${Snippet} key=${id} id=${id} title=${title} text=${text} />`)}
   </div>`;
 }
