@@ -1,7 +1,7 @@
 # The project's commands. `make test` is what CI runs: it installs the
 # stock tools the tests drive (natscli, nats-server as a reference,
-# staticcheck, and curl and jq for the README quick start) and then runs
-# every check.
+# staticcheck, curl and jq for the README quick start, and chromium for
+# the console's browser tests) and then runs every check.
 
 GO        ?= go
 GOBIN     := $(shell $(GO) env GOPATH)/bin
@@ -19,7 +19,7 @@ FUZZSCALE           ?= 1
 FUZZMINIMIZE        ?= 2000x
 fuzzn = $(shell echo $$(( $(1) * $(FUZZSCALE) )))x
 
-.PHONY: test tools vet lint unit fuzz bench run
+.PHONY: test tools vet lint unit fuzz bench run web-vendor
 
 ## test: everything CI checks
 test: tools vet lint unit fuzz
@@ -31,6 +31,8 @@ tools:
 	@$(GOBIN)/staticcheck -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)' || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@command -v curl >/dev/null && command -v jq >/dev/null || { apt-get update -qq && apt-get install -y -qq curl jq; } || \
 		{ echo "install curl and jq (the README quick start and its test use them)"; exit 1; }
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; } || \
+		{ echo "install chromium (the console's browser tests drive it headless)"; exit 1; }
 
 vet:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
@@ -55,6 +57,24 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRoute$$' -fuzztime $(call fuzzn,100000) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/server
 	$(GO) test -run '^$$' -fuzz '^FuzzJWT$$' -fuzztime $(call fuzzn,300000) -fuzzminimizetime $(FUZZMINIMIZE) ./tenant
 	$(GO) test -run '^$$' -fuzz '^FuzzAPI$$' -fuzztime $(call fuzzn,30000) -fuzzminimizetime $(FUZZMINIMIZE) ./dataplane/jetstream
+
+## web-vendor: check the console's vendored libraries against their npm
+## packages (needs npm; builds and CI never run it). To upgrade one, change
+## its version here, run `make web-vendor UPDATE=1`, and review the diff.
+HTM_VERSION   := 3.1.1
+UPLOT_VERSION := 1.6.32
+web-vendor:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; cd "$$tmp"; \
+	npm pack --silent htm@$(HTM_VERSION) uplot@$(UPLOT_VERSION) >/dev/null; \
+	mkdir htm uplot; tar xzf htm-$(HTM_VERSION).tgz -C htm; tar xzf uplot-$(UPLOT_VERSION).tgz -C uplot; \
+	cp htm/package/preact/standalone.module.js htm-preact-standalone.module.js; \
+	cp uplot/package/dist/uPlot.esm.js uplot/package/dist/uPlot.min.css .; \
+	if [ -n "$(UPDATE)" ]; then \
+		cp htm-preact-standalone.module.js uPlot.esm.js uPlot.min.css $(CURDIR)/web/vendor/; \
+		cp htm/package/LICENSE $(CURDIR)/web/vendor/htm.LICENSE; cp uplot/package/LICENSE $(CURDIR)/web/vendor/uPlot.LICENSE; \
+		sha256sum htm-preact-standalone.module.js uPlot.esm.js uPlot.min.css > $(CURDIR)/web/vendor/SHA256SUMS; \
+	fi; \
+	sha256sum -c $(CURDIR)/web/vendor/SHA256SUMS
 
 ## bench: Contrail against nats-server with the same nats bench workloads
 bench:

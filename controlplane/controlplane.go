@@ -20,6 +20,7 @@ import (
 	"github.com/contrail/contrail/controlplane/provision"
 	"github.com/contrail/contrail/controlplane/records"
 	"github.com/contrail/contrail/controlplane/state"
+	"github.com/contrail/contrail/controlplane/usage"
 	"github.com/contrail/contrail/openapi"
 )
 
@@ -40,6 +41,10 @@ type Options struct {
 	Cells []provision.Cell
 	// ReconcileInterval is how often pushes that failed are retried.
 	ReconcileInterval time.Duration
+	// UsageInterval is how often each account's usage is sampled for
+	// its charts; usage.DefaultInterval if 0. A day of samples is kept
+	// at the default interval (usage.DefaultCapacity samples).
+	UsageInterval time.Duration
 	// TrustedProxies are CIDRs of reverse proxies whose X-Forwarded-For
 	// gives the client address that logins and sign-ups are throttled
 	// by. Empty: the connection's address, headers ignored.
@@ -57,6 +62,7 @@ type ControlPlane struct {
 	Prov  *provision.Provisioner
 	cells *provision.Cells
 	api   *api.Server
+	usage *usage.Sampler
 	ln    net.Listener
 }
 
@@ -98,6 +104,9 @@ func Open(opts Options) (cp *ControlPlane, err error) {
 	if err := cp.Repo.IndexTokens(); err != nil {
 		return nil, err
 	}
+	if err := cp.Repo.IndexMembers(); err != nil {
+		return nil, err
+	}
 	if err := cp.writeNodeFiles(); err != nil {
 		return nil, err
 	}
@@ -122,7 +131,17 @@ func Open(opts Options) (cp *ControlPlane, err error) {
 		return nil, err
 	}
 	cp.Prov.SetPusher(cp.cells)
+	if opts.UsageInterval <= 0 {
+		opts.UsageInterval = usage.DefaultInterval
+		cp.opts.UsageInterval = opts.UsageInterval
+	}
+	cp.usage, err = usage.New(usage.Config{Store: st, Accounts: cp.Repo, Cells: cp.cells,
+		Log: log.With("component", "usage")})
+	if err != nil {
+		return nil, err
+	}
 	cp.api = api.New(api.Config{
+		Usage: cp.usage, UsageInterval: opts.UsageInterval,
 		Repo: cp.Repo, Signer: signer, Prov: cp.Prov, Keys: cp.Keys, Cells: cp.cells,
 		DefaultCell: opts.Cells[0].Name, NatsURLs: urls, Spec: openapi.Spec,
 		TrustedProxies: proxies, Ready: cp.cells.Connected, Log: log.With("component", "api"), Collectors: cp.Prov.Collectors(),
@@ -171,6 +190,11 @@ func (cp *ControlPlane) Serve(ctx context.Context) error {
 		defer close(pruned)
 		cp.pruneTokens(rctx, tokenPruneInterval, time.Now)
 	}()
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		cp.usage.Run(rctx, cp.opts.UsageInterval)
+	}()
 	var err error
 	select {
 	case <-ctx.Done():
@@ -179,6 +203,7 @@ func (cp *ControlPlane) Serve(ctx context.Context) error {
 	stopReconcile()
 	<-done
 	<-pruned
+	<-sampled
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if serr := srv.Shutdown(sctx); serr != nil && err == nil {

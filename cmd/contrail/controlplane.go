@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -25,6 +26,7 @@ var defaultCell = provision.Cell{Name: "default", NatsURL: "nats://127.0.0.1:422
 type controlplaneFlags struct {
 	httpAddr, dataDir, configFile, logLevel string
 	trustedProxies                          []string
+	usageInterval                           time.Duration
 }
 
 func parseControlplaneFlags(args []string, stderr io.Writer) (*controlplaneFlags, error) {
@@ -35,6 +37,7 @@ func parseControlplaneFlags(args []string, stderr io.Writer) (*controlplaneFlags
 	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory for the control plane's state and keys")
 	fs.StringVar(&f.configFile, "config", "", "YAML or JSON file listing the cells: {cells: [{name, nats_url}]}")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.DurationVar(&f.usageInterval, "usage-interval", time.Minute, "how often each account's usage is sampled for the console's charts (a day of samples is kept at 1m)")
 	fs.Func("trusted-proxy", "CIDR of a reverse proxy whose X-Forwarded-For names the client (repeatable, or comma separated); without it the connection's address is used", func(v string) error {
 		for _, c := range strings.Split(v, ",") {
 			if c = strings.TrimSpace(c); c != "" {
@@ -48,6 +51,10 @@ func parseControlplaneFlags(args []string, stderr io.Writer) (*controlplaneFlags
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := checkUsageInterval(f.usageInterval); err != nil {
+		fmt.Fprintf(stderr, "contrail controlplane: %v\n", err)
+		return nil, err
 	}
 	return f, nil
 }
@@ -143,12 +150,13 @@ func runControlplane(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cp, err := controlplane.Open(controlplane.Options{HTTPAddr: f.httpAddr, DataDir: f.dataDir, Cells: cells,
-		TrustedProxies: f.trustedProxies, Log: log})
+		TrustedProxies: f.trustedProxies, UsageInterval: f.usageInterval, Log: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "contrail controlplane: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "Contrail control plane: http://%s/v1 (contract: http://%s/openapi.yaml)\n", cp.Addr(), cp.Addr())
+	fmt.Fprintf(stdout, "Console: http://%s/\n", cp.Addr())
 	fmt.Fprintf(stdout, "Start data-plane nodes that trust it with:\n  contrail dataplane --operator %s --system-account %s --resolver %s\n",
 		cp.OperatorPath(), cp.Keys.SystemPub, cp.ResolverURL())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -24,6 +24,7 @@ type devFlags struct {
 	httpAddr, natsAddr, monitorAddr, dataDir, logLevel string
 	clusterAddr                                        string
 	nodes                                              int
+	usageInterval                                      time.Duration
 }
 
 func parseDevFlags(args []string, stderr io.Writer) (*devFlags, error) {
@@ -36,6 +37,7 @@ func parseDevFlags(args []string, stderr io.Writer) (*devFlags, error) {
 	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory for all state: control plane, keys, streams")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.IntVar(&f.nodes, "nodes", 1, "data-plane nodes: 1, or 3 to 5 for a local cluster (then --nats-addr, --monitor-addr and --cluster-addr are the first node's, the others take the next ports, or give one address per node, comma-separated)")
+	fs.DurationVar(&f.usageInterval, "usage-interval", time.Minute, "how often each account's usage is sampled for the console's charts (a day of samples is kept at 1m)")
 	fs.StringVar(&f.clusterAddr, "cluster-addr", "127.0.0.1:6222", "with --nodes > 1: the first node's cluster port (host:port)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -43,11 +45,25 @@ func parseDevFlags(args []string, stderr io.Writer) (*devFlags, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if err := checkUsageInterval(f.usageInterval); err != nil {
+		fmt.Fprintf(stderr, "contrail dev: %v\n", err)
+		return nil, err
+	}
 	if err := checkDevNodes(f.nodes); err != nil {
 		fmt.Fprintf(stderr, "contrail dev: %v\n", err)
 		return nil, err
 	}
 	return f, nil
+}
+
+// checkUsageInterval refuses a sampling interval under a second: the
+// samples are keyed by the second, and a day's ring is 1440 of them at
+// the default minute.
+func checkUsageInterval(d time.Duration) error {
+	if d < time.Second {
+		return fmt.Errorf("--usage-interval %v: must be at least 1s", d)
+	}
+	return nil
 }
 
 // nodeOptions are the in-process node's options: the data plane's
@@ -101,8 +117,9 @@ func runDev(args []string, stdout, stderr io.Writer) int {
 	}
 	cp, err := controlplane.Open(controlplane.Options{
 		HTTPAddr: f.httpAddr, DataDir: f.dataDir,
-		Cells: []provision.Cell{{Name: "dev", NatsURL: natsURL}},
-		Log:   log.With("plane", "control"),
+		Cells:         []provision.Cell{{Name: "dev", NatsURL: natsURL}},
+		UsageInterval: f.usageInterval,
+		Log:           log.With("plane", "control"),
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "contrail dev: %v\n", err)
@@ -140,6 +157,7 @@ func runDev(args []string, stdout, stderr io.Writer) int {
 			cancel()
 		} else {
 			fmt.Fprintf(stdout, "Contrail dev is running (data in %s)\n", f.dataDir)
+			fmt.Fprintf(stdout, "  console: http://%s/   (open it in a browser and sign up)\n", cp.Addr())
 			fmt.Fprintf(stdout, "  API:    http://%s/v1   (contract: http://%s/openapi.yaml)\n", cp.Addr(), cp.Addr())
 			fmt.Fprintf(stdout, "  NATS:   %s\n", natsURL)
 			fmt.Fprintf(stdout, "  creds:  %s   (try: nats --server %s --creds %s pub x y)\n", dev.CredsPath, natsURL, dev.CredsPath)

@@ -446,6 +446,7 @@ func printDevCluster(out io.Writer, f *devFlags, cp *controlplane.ControlPlane, 
 	all := natsURLs(nodes)
 	fmt.Fprintf(out, "Contrail dev is running a %d-node cluster (data in %s)\n", len(nodes), f.dataDir)
 	fmt.Fprintf(out, "  API:    http://%s/v1   (contract: http://%s/openapi.yaml)\n", cp.Addr(), cp.Addr())
+	fmt.Fprintf(out, "  console: http://%s/   (open it in a browser and sign up)\n", cp.Addr())
 	fmt.Fprintf(out, "  NATS:   %s\n", all)
 	for _, n := range nodes {
 		mon := "off"

@@ -18,20 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	oaslegacy "github.com/getkin/kin-openapi/routers/legacy"
-
-	"github.com/contrail/contrail/openapi"
+	"github.com/contrail/contrail/openapi/spectest"
 )
-
-func init() {
-	openapi3filter.RegisterBodyDecoder("application/yaml", func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
-		b, err := io.ReadAll(r)
-		return string(b), err
-	})
-}
 
 // ---------------------------------------------------------------------
 // OpenAPI validation
@@ -40,8 +28,8 @@ func init() {
 // response against the OpenAPI document and fails the test on any
 // mismatch, so the spec cannot drift from the server.
 type specTransport struct {
-	t      testing.TB
-	router routers.Router
+	t     testing.TB
+	check *spectest.Checker
 }
 
 type skipRequestCheck struct{}
@@ -54,19 +42,11 @@ func badRequest(ctx context.Context) context.Context {
 
 func newSpecTransport(t testing.TB, baseURL string) *specTransport {
 	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromData(openapi.Spec)
+	c, err := spectest.New(baseURL)
 	if err != nil {
-		t.Fatalf("loading openapi.yaml: %v", err)
+		t.Fatal(err)
 	}
-	doc.Servers = openapi3.Servers{{URL: baseURL}}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("openapi.yaml: %v", err)
-	}
-	r, err := oaslegacy.NewRouter(doc)
-	if err != nil {
-		t.Fatalf("openapi router: %v", err)
-	}
-	return &specTransport{t: t, router: r}
+	return &specTransport{t: t, check: c}
 }
 
 func (s *specTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -75,22 +55,7 @@ func (s *specTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		reqBody, _ = io.ReadAll(req.Body)
 		req.Body.Close()
 	}
-	reset := func() { req.Body = io.NopCloser(bytes.NewReader(reqBody)) }
-	reset()
-	route, params, err := s.router.FindRoute(req)
-	if err != nil {
-		s.t.Errorf("openapi: %s %s is not in openapi.yaml: %v", req.Method, req.URL.Path, err)
-		return http.DefaultTransport.RoundTrip(req)
-	}
-	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true,
-		IncludeResponseStatus: true}
-	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
-	if req.Context().Value(skipRequestCheck{}) == nil {
-		if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil {
-			s.t.Errorf("openapi: request %s %s %s does not match the spec: %v", req.Method, req.URL.Path, reqBody, err)
-		}
-		reset()
-	}
+	req.Body = io.NopCloser(bytes.NewReader(reqBody))
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err != nil {
 		return nil, err
@@ -101,11 +66,9 @@ func (s *specTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: resp.StatusCode,
-		Header: resp.Header, Body: io.NopCloser(bytes.NewReader(body)), Options: opts}
-	if err := openapi3filter.ValidateResponse(req.Context(), out); err != nil {
-		s.t.Errorf("openapi: response to %s %s (%d %s) does not match the spec: %v",
-			req.Method, req.URL.Path, resp.StatusCode, body, err)
+	for _, err := range s.check.Check(spectest.Exchange{Request: req, RequestBody: reqBody,
+		SkipRequest: req.Context().Value(skipRequestCheck{}) != nil, Status: resp.StatusCode, Header: resp.Header, Body: body}) {
+		s.t.Errorf("openapi: %v", err)
 	}
 	return resp, nil
 }

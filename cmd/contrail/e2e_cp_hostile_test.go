@@ -66,6 +66,8 @@ func TestCPHostileInput(t *testing.T) {
 			[]bodyField{{"email", "string"}, {"password", "string"}, {"organization", "string"}}, []string{"email", "password", "organization"}},
 		{"POST", "/v1/login", map[string]any{"email": "owner@example.com", "password": "correct horse battery"},
 			[]bodyField{{"email", "string"}, {"password", "string"}}, []string{"email", "password"}},
+		{"POST", "/v1/session", map[string]any{"email": "owner@example.com", "password": "correct horse battery"},
+			[]bodyField{{"email", "string"}, {"password", "string"}}, []string{"email", "password"}},
 		{"POST", "/v1/tokens", map[string]any{"name": "t2", "ttl_seconds": 60},
 			[]bodyField{{"name", "string"}, {"ttl_seconds", "int"}}, []string{"name"}},
 		{"POST", "/v1/accounts", map[string]any{"name": "a2"},
@@ -78,7 +80,7 @@ func TestCPHostileInput(t *testing.T) {
 	var cases []hostileCase
 	for _, r := range routes {
 		tk := token
-		if r.path == "/v1/signup" || r.path == "/v1/login" {
+		if r.path == "/v1/signup" || r.path == "/v1/login" || r.path == "/v1/session" {
 			tk = ""
 		}
 		add := func(body string, status int, field string) {
@@ -123,7 +125,7 @@ func TestCPHostileInput(t *testing.T) {
 				add(with(f.name, "\"\xff\xfe\""), 400, f.name)
 				add(with(f.name, `"a\ud800b"`), 400, f.name)
 				add(with(f.name, `"`+strings.Repeat("é", 2000)+`"`), 400, f.name)
-				if r.path != "/v1/login" && f.name != "password" {
+				if r.path != "/v1/login" && r.path != "/v1/session" && f.name != "password" {
 					add(with(f.name, `"a\u0000b"`), 400, f.name)
 					add(with(f.name, `"\u202e"`), 400, f.name)
 				}
@@ -197,12 +199,24 @@ func TestCPHostileInput(t *testing.T) {
 			body: `{"name":"x","permissions":` + c.perms + `}`})
 	}
 
+	// Query parameters out of range, malformed or repeated.
+	for _, c := range []struct{ query, field string }{
+		{"/usage/history?window=7d", "window"}, {"/usage/history?window=1h&window=24h", "window"},
+		{"/usage/history?window=%ff", "window"}, {"/usage/history?window=" + strings.Repeat("1", 5000), "window"},
+		{"/streams?offset=-1", "offset"}, {"/streams?offset=1e3", "offset"}, {"/streams?offset=99999999999999999999", "offset"},
+		{"/streams?limit=0", "limit"}, {"/streams?limit=1001", "limit"}, {"/streams?limit=%00", "limit"},
+		{"/streams?limit=1&limit=2", "limit"},
+	} {
+		cases = append(cases, hostileCase{method: "GET", path: acctPath + c.query, token: token, status: 400, field: c.field})
+	}
+
 	// Ids that are not ids, for every route with one.
 	badIDs := []string{"nope", "%ff", "%00", "..%2f..%2f" + acc.ID, strings.Repeat("x", 4096), acc.ID + "%20", "acc_" + strings.Repeat("a", 16)}
 	for _, id := range badIDs {
 		for _, c := range []struct{ method, path string }{
 			{"GET", "/v1/accounts/" + id}, {"PATCH", "/v1/accounts/" + id}, {"DELETE", "/v1/accounts/" + id},
 			{"GET", "/v1/accounts/" + id + "/usage"}, {"GET", "/v1/accounts/" + id + "/streams"},
+			{"GET", "/v1/accounts/" + id + "/usage/history"},
 			{"GET", "/v1/accounts/" + id + "/users"}, {"POST", "/v1/accounts/" + id + "/users"},
 			{"DELETE", "/v1/accounts/" + id + "/users/" + user.ID}, {"DELETE", acctPath + "/users/" + id},
 			{"DELETE", "/v1/tokens/" + id},
@@ -222,8 +236,9 @@ func TestCPHostileInput(t *testing.T) {
 		{"GET", "/v1/tokens"}, {"POST", "/v1/tokens"}, {"DELETE", "/v1/tokens/" + tok.ID},
 		{"GET", "/v1/accounts"}, {"POST", "/v1/accounts"},
 		{"GET", acctPath}, {"PATCH", acctPath}, {"DELETE", acctPath},
-		{"GET", acctPath + "/usage"}, {"GET", acctPath + "/streams"},
+		{"GET", acctPath + "/usage"}, {"GET", acctPath + "/streams"}, {"GET", acctPath + "/usage/history"},
 		{"GET", usersPath}, {"POST", usersPath}, {"DELETE", usersPath + "/" + user.ID},
+		{"GET", "/v1/session"}, {"DELETE", "/v1/session"}, {"GET", "/v1/members"},
 	}
 	for _, r := range authed {
 		for _, h := range []string{"", "Bearer", "Bearer ", "Basic b3duZXI6cHc=", "Bearer " + token + "x",

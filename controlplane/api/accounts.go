@@ -180,6 +180,10 @@ func (s *Server) streams(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Paging is checked before the cell is asked.
+	if _, err := paged(c, []provision.Stream(nil)); err != nil {
+		return err
+	}
 	st, err := s.Cells.Streams(c.Request().Context(), a.Cell, a.PublicKey)
 	if errors.Is(err, provision.ErrCellUnavailable) {
 		return cellUnavailable("the account's cell did not answer; try again")
@@ -187,7 +191,11 @@ func (s *Server) streams(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, list(st))
+	p, err := paged(c, st)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
 }
 
 // resolve serves an account JWT to data-plane nodes (the URL resolver

@@ -99,21 +99,34 @@ func newTestAPI(t *testing.T) *testAPI {
 // hashing is slow and tested once) and returns an API token for them.
 func (a *testAPI) person(email string) (token string, p *records.Person) {
 	a.t.Helper()
+	p = a.signUp(email, "!")
+	return a.token(p), p
+}
+
+// signUp stores a person with the password hash and their organization.
+func (a *testAPI) signUp(email, hash string) *records.Person {
+	a.t.Helper()
 	o := &records.Org{ID: records.NewID("org"), Name: "org of " + email}
-	p = &records.Person{ID: records.NewID("usr"), Email: email, PasswordHash: "!", OrgID: o.ID}
+	p := &records.Person{ID: records.NewID("usr"), Email: email, PasswordHash: hash, OrgID: o.ID, CreatedAt: time.Now().UTC()}
 	if err := a.repo.SignUp(p, o); err != nil {
 		a.t.Fatal(err)
 	}
-	token, _, err := a.srv.IssueToken(records.KindAPI, "test", p, time.Hour)
+	return p
+}
+
+// token issues an API token for p, valid an hour.
+func (a *testAPI) token(p *records.Person) string {
+	a.t.Helper()
+	tok, _, err := a.srv.IssueToken(records.KindAPI, "test", p, time.Hour)
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	return token, p
+	return tok
 }
 
-// call sends a request and returns the status and body.
-func (a *testAPI) call(method, path, token, body string) (int, []byte) {
-	a.t.Helper()
+// newReq builds a request with a JSON body (if any) and a bearer token
+// (if any).
+func newReq(method, path, token, body string) *http.Request {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -125,6 +138,13 @@ func (a *testAPI) call(method, path, token, body string) (int, []byte) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	return req
+}
+
+// call sends a request and returns the status and body.
+func (a *testAPI) call(method, path, token, body string) (int, []byte) {
+	a.t.Helper()
+	req := newReq(method, path, token, body)
 	rec := httptest.NewRecorder()
 	a.srv.ServeHTTP(rec, req)
 	return rec.Code, rec.Body.Bytes()

@@ -77,6 +77,10 @@ type Config struct {
 	Now func() time.Time
 	// Collectors are more metrics for /metrics (the provisioner's).
 	Collectors []prometheus.Collector
+	// Usage keeps sampled usage for the history route; none kept if nil.
+	Usage UsageHistory
+	// UsageInterval is how often Usage samples (reported with the history).
+	UsageInterval time.Duration
 }
 
 // Server is the HTTP API.
@@ -123,7 +127,7 @@ func New(cfg Config) *Server {
 	}, []string{"route"})
 	reg.MustRegister(s.requests, s.duration)
 	reg.MustRegister(cfg.Collectors...)
-	e.Use(s.observe)
+	e.Use(s.observe, secureHeaders)
 
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", s.ready)
@@ -149,6 +153,7 @@ func New(cfg Config) *Server {
 	authed.POST("/accounts/:id/users", s.createUser)
 	authed.GET("/accounts/:id/users", s.listUsers)
 	authed.DELETE("/accounts/:id/users/:user_id", s.deleteUser)
+	s.consoleRoutes(e, v1, authed)
 	// Anything else under /v1 needs a token too, so an unauthenticated
 	// caller learns nothing about which routes exist.
 	authed.Any("/*", func(c echo.Context) error { return echo.ErrNotFound })

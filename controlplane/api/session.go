@@ -26,17 +26,16 @@ const callerKey = "contrail.caller"
 
 func who(c echo.Context) caller { return c.Get(callerKey).(caller) }
 
-// authenticate requires a valid bearer token whose id is still in the
-// store: a deleted token is refused on its next request.
+// authenticate requires a valid token (a bearer token, or the console's
+// session cookie) whose id is still in the store: a deleted token is
+// refused on its next request.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		h := c.Request().Header.Get(echo.HeaderAuthorization)
-		scheme, token, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="contrail"`)
-			return unauthorized("an Authorization: Bearer <token> header is required")
+		token, err := s.credential(c)
+		if err != nil {
+			return err
 		}
-		claims, err := s.Signer.Verify(strings.TrimSpace(token), s.Now())
+		claims, err := s.tokenClaims(token)
 		if err != nil {
 			return unauthorized("the token is invalid or expired")
 		}
@@ -47,6 +46,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		s.touch(rec)
 		c.Set(callerKey, caller{PersonID: rec.PersonID, OrgID: rec.OrgID, TokenID: rec.ID})
 		return next(c)
 	}
@@ -127,7 +127,8 @@ func (s *Server) signup(c echo.Context) error {
 }
 
 // IssueToken stores a token record for person p and signs its JWT, valid
-// for ttl from now. The handlers and the dev bootstrap issue tokens here.
+// for ttl from now; an API token is prefixed with APITokenPrefix. The
+// handlers and the dev bootstrap issue tokens here.
 func (s *Server) IssueToken(kind, name string, p *records.Person, ttl time.Duration) (string, time.Time, error) {
 	now := s.Now().UTC().Truncate(time.Second)
 	exp := now.Add(ttl)
@@ -137,6 +138,9 @@ func (s *Server) IssueToken(kind, name string, p *records.Person, ttl time.Durat
 		return "", time.Time{}, err
 	}
 	token, err := s.Signer.Sign(rec.ID, kind, p.ID, p.OrgID, now, exp)
+	if err == nil && kind == records.KindAPI {
+		token = APITokenPrefix + token
+	}
 	return token, exp, err
 }
 
@@ -166,33 +170,47 @@ func hashersBusy() *Problem {
 }
 
 func (s *Server) login(c echo.Context) error {
-	var req loginReq
-	if err := decode(c, &req); err != nil {
+	p, err := s.checkLogin(c)
+	if err != nil {
 		return err
 	}
+	token, exp, err := s.IssueToken(records.KindSession, "session", p, auth.SessionTTL)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, loginResp{Token: token, ExpiresAt: exp})
+}
+
+// checkLogin reads a login body and returns the person whose email and
+// password it holds, throttling guesses (by email and client address).
+func (s *Server) checkLogin(c echo.Context) (*records.Person, error) {
+	var req loginReq
+	if err := decode(c, &req); err != nil {
+		return nil, err
+	}
 	if req.Email == "" {
-		return invalid("email", "is required")
+		return nil, invalid("email", "is required")
 	}
 	if req.Password == "" {
-		return invalid("password", "is required")
+		return nil, invalid("password", "is required")
 	}
 	// Bounded before the email becomes a throttle key or the password
 	// is hashed: no registered email or password is longer.
 	if len(req.Email) > maxEmail {
-		return invalid("email", fmt.Sprintf("must be at most %d bytes", maxEmail))
+		return nil, invalid("email", fmt.Sprintf("must be at most %d bytes", maxEmail))
 	}
 	if utf8.RuneCountInString(req.Password) > maxPassword {
-		return invalid("password", fmt.Sprintf("must be at most %d characters", maxPassword))
+		return nil, invalid("password", fmt.Sprintf("must be at most %d characters", maxPassword))
 	}
 	// The attempt is counted before the password is checked, so
 	// concurrent guesses cannot all get past the throttle.
 	keys := []string{"email:" + strings.ToLower(req.Email), "ip:" + c.RealIP()}
 	if wait := s.Throttle.Attempt(s.Now(), keys...); wait > 0 {
-		return tooManyRequests("too many login attempts", wait)
+		return nil, tooManyRequests("too many login attempts", wait)
 	}
 	p, err := s.Repo.PersonByEmail(req.Email)
 	if err != nil && !errors.Is(err, records.ErrNotFound) {
-		return err // the store failed: a 500, not a wrong password
+		return nil, err // the store failed: a 500, not a wrong password
 	}
 	hash := dummyHash()
 	if err == nil {
@@ -201,17 +219,13 @@ func (s *Server) login(c echo.Context) error {
 	cerr := s.Hasher.Check(c.Request().Context(), hash, req.Password)
 	if errors.Is(cerr, auth.ErrBusy) {
 		s.Throttle.Release(keys...)
-		return hashersBusy()
+		return nil, hashersBusy()
 	}
 	if cerr != nil || err != nil {
-		return unauthorized("wrong email or password")
+		return nil, unauthorized("wrong email or password")
 	}
 	s.Throttle.Succeed(keys...)
-	token, exp, err := s.IssueToken(records.KindSession, "session", p, auth.SessionTTL)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, loginResp{Token: token, ExpiresAt: exp})
+	return p, nil
 }
 
 type tokenReq struct {
@@ -225,6 +239,8 @@ type tokenView struct {
 	Token     string    `json:"token,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// LastUsedAt is when the token last authenticated a request, to the minute.
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 }
 
 func (s *Server) createToken(c echo.Context) error {
@@ -251,7 +267,7 @@ func (s *Server) createToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	claims, err := s.Signer.Verify(token, s.Now())
+	claims, err := s.tokenClaims(token)
 	if err != nil {
 		return err
 	}
@@ -266,7 +282,8 @@ func (s *Server) listTokens(c echo.Context) error {
 	}
 	out := make([]tokenView, 0, len(toks))
 	for _, t := range toks {
-		out = append(out, tokenView{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt})
+		out = append(out, tokenView{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt,
+			LastUsedAt: t.LastUsedAt})
 	}
 	return c.JSON(http.StatusOK, list(out))
 }

@@ -20,10 +20,13 @@ type Usage struct {
 
 // Stream is one of an account's streams as a cell reports it.
 type Stream struct {
-	Name     string   `json:"name"`
-	Subjects []string `json:"subjects"`
-	Messages uint64   `json:"messages"`
-	Bytes    uint64   `json:"bytes"`
+	Name      string   `json:"name"`
+	Subjects  []string `json:"subjects"`
+	Storage   string   `json:"storage,omitempty"`
+	Replicas  int      `json:"replicas,omitempty"`
+	Messages  uint64   `json:"messages"`
+	Bytes     uint64   `json:"bytes"`
+	Consumers int      `json:"consumers"`
 }
 
 // jsz is the part of nats-server's account JSZ reply (AccountDetail in a
@@ -44,6 +47,7 @@ type jszStream struct {
 	Config *struct {
 		Subjects []string `json:"subjects"`
 		Storage  string   `json:"storage"`
+		Replicas int      `json:"num_replicas"`
 	} `json:"config"`
 	State struct {
 		Messages  uint64 `json:"messages"`
@@ -200,9 +204,13 @@ func (c *Cells) Streams(ctx context.Context, cell, pub string) ([]Stream, error)
 		return out, nil
 	}
 	for _, s := range js.Streams {
-		st := Stream{Name: s.Name, Subjects: []string{}, Messages: s.State.Messages, Bytes: s.State.Bytes}
-		if s.Config != nil && s.Config.Subjects != nil {
-			st.Subjects = s.Config.Subjects
+		st := Stream{Name: s.Name, Subjects: []string{}, Messages: s.State.Messages, Bytes: s.State.Bytes,
+			Consumers: s.State.Consumers}
+		if s.Config != nil {
+			if s.Config.Subjects != nil {
+				st.Subjects = s.Config.Subjects
+			}
+			st.Storage, st.Replicas = s.Config.Storage, s.Config.Replicas
 		}
 		out = append(out, st)
 	}

@@ -19,6 +19,7 @@ func (r *Repo) SignUp(p *Person, o *Org) error {
 	}
 	b := new(state.Batch)
 	b.Put(ekey, []byte(p.ID))
+	b.Put(memberKey(o.ID, p.ID), []byte(p.ID))
 	if err := putJSON(b, "person/"+p.ID, p); err != nil {
 		return err
 	}

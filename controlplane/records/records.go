@@ -13,6 +13,7 @@
 //	token/<id>                  Token
 //	tokenof/<person>/<kind>/<id> Token (a person's tokens, by kind)
 //	tokenexp/<unix>/<id>        "<person>/<kind>" (expiry order, for pruning)
+//	member/<org id>/<person id> person id (an organization's members)
 //	acct/<org id>/<account id>  Account
 //	acctkey/<public key>        "<org id>/<account id>" (resolver index)
 //	natsuser/<account id>/<id>  NatsUser
@@ -78,6 +79,9 @@ type Token struct {
 	OrgID     string    `json:"org_id"`
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// LastUsedAt is when the token last authenticated a request, to
+	// the minute (see TouchToken); nil if never.
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 }
 
 // Account is a NATS account. Seed is its secret key (it signs users).
