@@ -143,7 +143,14 @@ func (p *proc) stop() {
 			p.t.Errorf("%s exited by itself while the test ran: %v", p.name, p.waitErr)
 		}
 	case p.t.Failed():
-		// Keep the state for the log; a failed test gets no grace.
+		// Keep the state for the log; a failed test gets no grace. With
+		// CONTRAIL_TEST_LOGDIR the process first prints every
+		// goroutine's stack (SIGQUIT): what it was doing when the test
+		// gave up on it.
+		if os.Getenv("CONTRAIL_TEST_LOGDIR") != "" {
+			p.cmd.Process.Signal(syscall.SIGQUIT)
+			p.wait(2 * time.Second)
+		}
 		p.cmd.Process.Kill()
 		p.wait(stopTimeout)
 	default:

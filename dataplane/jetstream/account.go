@@ -295,6 +295,7 @@ func (s *stream) hold() {
 	}
 	s.mu.timerAt = 0
 	clear(s.mu.cons)
+	s.consumersChangedLocked()
 	s.mu.Unlock()
 	for i, c := range cons {
 		if !keep[i] {

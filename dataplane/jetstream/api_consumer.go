@@ -254,6 +254,7 @@ func (a *jsAccount) startConsumer(c *consumer) error {
 	c.mu.Unlock()
 	c.s.mu.Lock()
 	c.s.mu.cons[c.name] = c
+	c.s.consumersChangedLocked()
 	c.s.mu.Unlock()
 	go c.run()
 	c.wake()
@@ -311,6 +312,7 @@ func (a *jsAccount) deleteConsumer(c *consumer, reason string) bool {
 	s.mu.Lock()
 	if s.mu.cons[c.name] == c {
 		delete(s.mu.cons, c.name)
+		s.consumersChangedLocked()
 	}
 	interest := s.mu.cfg.Retention == api.InterestPolicy
 	s.mu.Unlock()

@@ -419,16 +419,26 @@ type lazySync struct {
 // finish completes a committed (or failed) group: releases visible(),
 // marks the streams durable, and runs the proposals' completions.
 func (ap *applier) finish(job *commitJob, err error) {
+	ap.release(job)
+	ap.complete(job, err)
+}
+
+// release ends job's time in flight. It must come before complete, and
+// never wait for it: the apply goroutine may wait in visible() holding a
+// stream's lock, which completing (a PubAck reads the stream's config)
+// takes.
+func (ap *applier) release(job *commitJob) {
 	job.batch.Close()
-	// Release visible() before waking consumers: the apply goroutine
-	// may wait in visible() holding a stream's lock, which waking
-	// that stream's consumers takes.
 	ap.mu.Lock()
 	ap.mu.inflight--
 	if ap.mu.inflight == 0 {
 		ap.mu.idle.Broadcast()
 	}
 	ap.mu.Unlock()
+}
+
+// complete marks job's messages durable and answers its proposals.
+func (ap *applier) complete(job *commitJob, err error) {
 	if err == nil {
 		for _, c := range job.committed {
 			c.s.markDurable(c.seq)

@@ -447,20 +447,35 @@ func (ap *applier) replicateLoop() {
 		err error
 	}
 	pending := make(chan inFlight, maxEntriesInFlight)
+	// Groups are released as their entries commit and completed on
+	// another goroutine: completing one may wait for a stream's lock that
+	// the apply goroutine holds while it waits in visible() for every
+	// group in flight to be released. Invariant: the finisher never waits
+	// for the completer. At most maxEntriesInFlight+2 groups are ever in
+	// flight (pending's, the one the loop below holds, the finisher's),
+	// and the apply goroutine starts no new one while it waits, so the
+	// completions buffer always has room.
+	completions := make(chan inFlight, maxEntriesInFlight+2)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		for p := range completions {
+			ap.complete(p.job, p.err)
+		}
+	}()
+	go func() {
+		defer close(completions)
 		for p := range pending {
-			err := p.err
-			if err == nil && p.f != nil {
-				if err = waitEntry(p.f); err != nil {
-					err = ap.entryLost(err)
+			if p.err == nil && p.f != nil {
+				if p.err = waitEntry(p.f); p.err != nil {
+					p.err = ap.entryLost(p.err)
 				}
 			}
-			if err == nil && ap.onCommit != nil {
+			if p.err == nil && ap.onCommit != nil {
 				ap.onCommit()
 			}
-			ap.finish(p.job, err)
+			ap.release(p.job)
+			completions <- p
 		}
 	}()
 	for job := range ap.jobs {

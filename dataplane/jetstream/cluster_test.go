@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -501,5 +502,56 @@ func TestClusterConsumerContinuesOnNewLeader(t *testing.T) {
 		if d := next(t, got); d.data != fmt.Sprint(i) {
 			t.Fatalf("after failover, delivery %d: %+v", i, d)
 		}
+	}
+}
+
+// TestClusterInfoDuringPublishes: stream infos asked while hundreds of
+// publishes are in flight on a replicated partition, each on a new
+// leader (whose subject index is built on first use, a read through the
+// apply step). The apply step waits there for every entry in flight to
+// commit, holding the stream's lock; the acknowledgements of those
+// entries take that lock, so they must not hold up the commits: every
+// info is answered and every publish acknowledged.
+func TestClusterInfoDuringPublishes(t *testing.T) {
+	acc := newFakeAccount("A")
+	nodes := startTestCluster(t, 3, 1, acc)
+	waitClusterReady(t, nodes)
+	for try := 0; ; try++ {
+		var resp api.StreamCreateResponse
+		acc.apiCall(t, "$JS.API.STREAM.CREATE.S", api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}, &resp)
+		if resp.Error == nil {
+			break
+		}
+		if resp.Error.ErrCode != api.CodeClusterNotAvailable || try == 10 {
+			t.Fatalf("create: %v", resp.Error)
+		}
+	}
+	asg := waitAssigned(t, nodes, "A", "S")
+	var acked atomic.Int64
+	unsub, _ := acc.SubscribeInternal("_INBOX.acks.>", func(_, _, _, msg []byte) {
+		if bytes.Contains(msg, []byte(`"seq"`)) {
+			acked.Add(1)
+		}
+	})
+	t.Cleanup(unsub)
+	const perRound, rounds = 300, 4
+	for round := range rounds {
+		l := leaderOf(nodes, asg.group())
+		for i := range perRound {
+			acc.Publish(fmt.Sprintf("s.%d", i%7), fmt.Sprintf("_INBOX.acks.%d.%d", round, i), nil, []byte("x"))
+		}
+		var info api.StreamInfoResponse
+		acc.apiCall(t, "$JS.API.STREAM.INFO.S", nil, &info)
+		if info.Error != nil {
+			t.Fatalf("round %d: info: %v", round, info.Error)
+		}
+		waitForCond(t, "every publish acknowledged", func() bool { return acked.Load() >= int64((round+1)*perRound) })
+		if err := l.groups[asg.group()].LeadershipTransfer().Error(); err != nil {
+			t.Fatalf("round %d: stepdown: %v", round, err)
+		}
+		waitForCond(t, "a new leader", func() bool {
+			n := leaderOf(nodes, asg.group())
+			return n != nil && n != l
+		})
 	}
 }

@@ -63,6 +63,13 @@ type stream struct {
 	// durable is the last sequence committed to the store: consumers
 	// deliver nothing beyond it.
 	durable atomic.Uint64
+	// woken is the consumers wakeConsumers tells of new commits, a copy
+	// of mu.cons's set as of its last change (consumersChangedLocked).
+	// It is read without mu because the commit step calls
+	// wakeConsumers while the apply step may hold mu waiting for that
+	// commit step (applier.visible): taking mu there deadlocks once
+	// more than one group is in flight, as on a replicated partition.
+	woken atomic.Pointer[[]*consumer]
 }
 
 // loadConsumers reads the stream's durable consumers from the store.
@@ -308,12 +315,21 @@ func (s *stream) consumersLocked() []*consumer {
 	return out
 }
 
-// wakeConsumers tells every consumer new messages are committed.
-func (s *stream) wakeConsumers() {
-	s.mu.Lock()
+// consumersChangedLocked records mu.cons's set for wakeConsumers; call
+// it after every change of mu.cons.
+func (s *stream) consumersChangedLocked() {
 	list := s.consumersLocked()
-	s.mu.Unlock()
-	for _, c := range list {
+	s.woken.Store(&list)
+}
+
+// wakeConsumers tells every consumer new messages are committed. It
+// never takes the stream's lock (see woken).
+func (s *stream) wakeConsumers() {
+	list := s.woken.Load()
+	if list == nil {
+		return
+	}
+	for _, c := range *list {
 		c.wake()
 	}
 }
