@@ -121,15 +121,16 @@ func (m *accountModel) set(a *client.Account) {
 	m.CreatedAt = timeString(a.CreatedAt)
 }
 
-// waitInSync waits until the account's cell has its latest JWT, so what
-// Terraform reports applied is what the cell enforces.
-func (r *accountResource) waitInSync(ctx context.Context, id string, diags *diag.Diagnostics) {
+// waitInSync waits until the account's cell has its latest JWT (limits
+// and revocations), so what Terraform reports applied is what the cell
+// enforces.
+func waitInSync(ctx context.Context, c *client.Client, id string, diags *diag.Diagnostics) {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		a, err := r.c.Account(ctx, id)
+		a, err := c.Account(ctx, id)
 		if err == nil && a.InSync {
 			return
 		}
@@ -160,7 +161,7 @@ func (r *accountResource) Create(ctx context.Context, req resource.CreateRequest
 	}
 	m.set(a)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-	r.waitInSync(ctx, a.ID, &resp.Diagnostics)
+	waitInSync(ctx, r.c, a.ID, &resp.Diagnostics)
 }
 
 func (r *accountResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -195,7 +196,7 @@ func (r *accountResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	m.set(a)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-	r.waitInSync(ctx, a.ID, &resp.Diagnostics)
+	waitInSync(ctx, r.c, a.ID, &resp.Diagnostics)
 }
 
 func (r *accountResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

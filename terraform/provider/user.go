@@ -194,9 +194,17 @@ func (r *userResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if err := r.c.DeleteUser(ctx, m.AccountID.ValueString(), m.ID.ValueString()); err != nil && !notFound(err) {
-		failed(&resp.Diagnostics, "revoking user", err)
+	err := r.c.DeleteUser(ctx, m.AccountID.ValueString(), m.ID.ValueString())
+	if notFound(err) {
+		return
 	}
+	if err != nil {
+		failed(&resp.Diagnostics, "revoking user", err)
+		return
+	}
+	// The revocation is in the account's JWT: done once the cell has it
+	// (and has closed the user's connections).
+	waitInSync(ctx, r.c, m.AccountID.ValueString(), &resp.Diagnostics)
 }
 
 func (r *userResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
