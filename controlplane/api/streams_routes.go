@@ -152,6 +152,23 @@ func (r *jsStreamReply) view(name string) (streamView, error) {
 	return v, nil
 }
 
+// streamAnswer sends one request for the stream and answers with the
+// stream the cell returns, logging changes.
+func (s *Server) streamAnswer(c echo.Context, a *records.Account, verb, name string, body []byte, status int) error {
+	r, err := s.streamCall(c, a, verb, name, body)
+	if err != nil {
+		return err
+	}
+	if verb != "INFO" {
+		s.log.Info("stream "+strings.ToLower(verb)+"d", "account", a.ID, "stream", name)
+	}
+	v, err := r.view(name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(status, v)
+}
+
 // streamTarget loads the path's account and checks the stream name.
 func (s *Server) streamTarget(c echo.Context) (*records.Account, string, error) {
 	a, err := s.account(c)
@@ -191,15 +208,7 @@ func (s *Server) getStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.streamCall(c, a, "INFO", name, nil)
-	if err != nil {
-		return err
-	}
-	v, err := r.view(name)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return s.streamAnswer(c, a, "INFO", name, nil, http.StatusOK)
 }
 
 func (s *Server) createStream(c echo.Context) error {
@@ -223,16 +232,7 @@ func (s *Server) createStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.streamCall(c, a, "CREATE", name, body)
-	if err != nil {
-		return err
-	}
-	s.log.Info("stream created", "account", a.ID, "stream", name)
-	v, err := r.view(name)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusCreated, v)
+	return s.streamAnswer(c, a, "CREATE", name, body, http.StatusCreated)
 }
 
 func (s *Server) updateStream(c echo.Context) error {
@@ -263,16 +263,7 @@ func (s *Server) updateStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.streamCall(c, a, "UPDATE", name, body)
-	if err != nil {
-		return err
-	}
-	s.log.Info("stream updated", "account", a.ID, "stream", name)
-	v, err := r.view(name)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return s.streamAnswer(c, a, "UPDATE", name, body, http.StatusOK)
 }
 
 func (s *Server) deleteStream(c echo.Context) error {

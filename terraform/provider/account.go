@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/contrail/contrail/terraform/client"
@@ -148,20 +149,29 @@ func waitInSync(ctx context.Context, c *client.Client, id string, diags *diag.Di
 	}
 }
 
-func (r *accountResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+// write sends the planned account with call (create or update), stores
+// what the API answers, and waits for the cell to have it.
+func (r *accountResource) write(ctx context.Context, plan tfsdk.Plan, state *tfsdk.State, diags *diag.Diagnostics,
+	what string, call func(context.Context, *accountModel) (*client.Account, error)) {
 	var m accountModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	diags.Append(plan.Get(ctx, &m)...)
+	if diags.HasError() {
 		return
 	}
-	a, err := r.c.CreateAccount(ctx, m.request())
+	a, err := call(ctx, &m)
 	if err != nil {
-		failed(&resp.Diagnostics, "creating account", err)
+		failed(diags, what+" account", err)
 		return
 	}
 	m.set(a)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-	waitInSync(ctx, r.c, a.ID, &resp.Diagnostics)
+	diags.Append(state.Set(ctx, &m)...)
+	waitInSync(ctx, r.c, a.ID, diags)
+}
+
+func (r *accountResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	r.write(ctx, req.Plan, &resp.State, &resp.Diagnostics, "creating", func(ctx context.Context, m *accountModel) (*client.Account, error) {
+		return r.c.CreateAccount(ctx, m.request())
+	})
 }
 
 func (r *accountResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -184,19 +194,9 @@ func (r *accountResource) Read(ctx context.Context, req resource.ReadRequest, re
 }
 
 func (r *accountResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var m accountModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	a, err := r.c.UpdateAccount(ctx, m.ID.ValueString(), m.request())
-	if err != nil {
-		failed(&resp.Diagnostics, "updating account", err)
-		return
-	}
-	m.set(a)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-	waitInSync(ctx, r.c, a.ID, &resp.Diagnostics)
+	r.write(ctx, req.Plan, &resp.State, &resp.Diagnostics, "updating", func(ctx context.Context, m *accountModel) (*client.Account, error) {
+		return r.c.UpdateAccount(ctx, m.ID.ValueString(), m.request())
+	})
 }
 
 func (r *accountResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

@@ -11,28 +11,13 @@ import (
 	"github.com/contrail/contrail/terraform/client"
 )
 
-// accountSummary is an account as the data sources show it.
-type accountSummary struct {
-	ID             types.String `tfsdk:"id"`
-	Name           types.String `tfsdk:"name"`
-	PublicKey      types.String `tfsdk:"public_key"`
-	NatsURL        types.String `tfsdk:"nats_url"`
-	CreatedAt      types.String `tfsdk:"created_at"`
-	MaxConnections types.Int64  `tfsdk:"max_connections"`
-	MaxPayload     types.Int64  `tfsdk:"max_payload"`
-	MaxMemory      types.Int64  `tfsdk:"max_memory"`
-	MaxStorage     types.Int64  `tfsdk:"max_storage"`
-	MaxStreams     types.Int64  `tfsdk:"max_streams"`
-	MaxConsumers   types.Int64  `tfsdk:"max_consumers"`
-	MaxAckPending  types.Int64  `tfsdk:"max_ack_pending"`
-}
+// The account data sources show accountModel, the resource's model:
+// the same attributes, all computed.
 
-func summarize(a *client.Account) accountSummary {
+func summarize(a *client.Account) accountModel {
 	var m accountModel
 	m.set(a)
-	return accountSummary{ID: m.ID, Name: m.Name, PublicKey: m.PublicKey, NatsURL: m.NatsURL, CreatedAt: m.CreatedAt,
-		MaxConnections: m.MaxConnections, MaxPayload: m.MaxPayload, MaxMemory: m.MaxMemory, MaxStorage: m.MaxStorage,
-		MaxStreams: m.MaxStreams, MaxConsumers: m.MaxConsumers, MaxAckPending: m.MaxAckPending}
+	return m
 }
 
 // accountAttrs are an account's attributes in a data source; lookup
@@ -79,7 +64,7 @@ func (d *accountDataSource) Configure(_ context.Context, req datasource.Configur
 }
 
 func (d *accountDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	var m accountSummary
+	var m accountModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -131,7 +116,7 @@ type accountsDataSource struct{ c *client.Client }
 func newAccountsDataSource() datasource.DataSource { return &accountsDataSource{} }
 
 type accountsModel struct {
-	Accounts []accountSummary `tfsdk:"accounts"`
+	Accounts []accountModel `tfsdk:"accounts"`
 }
 
 func (d *accountsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -158,7 +143,7 @@ func (d *accountsDataSource) Read(ctx context.Context, _ datasource.ReadRequest,
 		failed(&resp.Diagnostics, "listing accounts", err)
 		return
 	}
-	out := accountsModel{Accounts: []accountSummary{}}
+	out := accountsModel{Accounts: []accountModel{}}
 	for i := range all {
 		out.Accounts = append(out.Accounts, summarize(&all[i]))
 	}

@@ -7,7 +7,6 @@ package provider_test
 // own data directory. Each test signs up its own organization.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -120,64 +119,52 @@ func startDev(dir string) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "dev", "--http-addr", httpAddr, "--nats-addr", natsAddr, "--monitor-addr", "",
-		"--data-dir", filepath.Join(dir, "data"))
-	var logs syncBuffer
-	stdout, err := cmd.StdoutPipe()
+	logPath := filepath.Join(dir, "contrail-dev.log")
+	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stderr = &logs
+	cmd := exec.Command(bin, "dev", "--http-addr", httpAddr, "--nats-addr", natsAddr, "--monitor-addr", "",
+		"--data-dir", filepath.Join(dir, "data"))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
+		logFile.Close()
 		return nil, err
 	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		once := sync.Once{}
-		for sc.Scan() {
-			logs.Write(append(sc.Bytes(), '\n'))
-			if strings.Contains(sc.Text(), "Contrail dev is ready") {
-				once.Do(func() { close(ready) })
-			}
-		}
-	}()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); logFile.Close(); close(exited) }()
 	stop = func() {
 		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-exited
 		}
 	}
-	select {
-	case <-ready:
-	case <-time.After(60 * time.Second):
-		stop()
-		return nil, fmt.Errorf("contrail dev did not become ready:\n%s", logs.String())
-	}
 	dev.URL, dev.NatsURL = "http://"+httpAddr, "nats://"+natsAddr
-	return stop, nil
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	// Ready once /readyz says the control plane reaches its cell.
+	deadline := time.Now().Add(60 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if resp, err := http.Get(dev.URL + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return stop, nil
+			}
+		}
+		select {
+		case <-exited:
+		case <-tick.C:
+			if time.Now().Before(deadline) {
+				continue
+			}
+			stop()
+		}
+		log, _ := os.ReadFile(logPath)
+		return nil, fmt.Errorf("contrail dev did not become ready:\n%s", log)
+	}
 }
 
 // factories serve the provider in-process to the terraform binary.

@@ -6,12 +6,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/contrail/contrail/terraform/client"
@@ -253,25 +255,32 @@ func (m *streamModel) set(accountID string, s *client.Stream) {
 	m.CreatedAt = timeString(s.Created)
 }
 
-func (r *streamResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+// write sends the planned config with call (create or update) and
+// stores the stream the API answers.
+func (r *streamResource) write(ctx context.Context, plan tfsdk.Plan, state *tfsdk.State, diags *diag.Diagnostics,
+	what string, call func(context.Context, string, string, client.StreamConfig) (*client.Stream, error)) {
 	var m streamModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	diags.Append(plan.Get(ctx, &m)...)
+	if diags.HasError() {
 		return
 	}
 	var bad []string
 	cfg := m.config(ctx, &bad)
 	if len(bad) > 0 {
-		resp.Diagnostics.AddError("Contrail: stream config", strings.Join(bad, "; "))
+		diags.AddError("Contrail: stream config", strings.Join(bad, "; "))
 		return
 	}
-	s, err := r.c.CreateStream(ctx, m.AccountID.ValueString(), m.Name.ValueString(), cfg)
+	s, err := call(ctx, m.AccountID.ValueString(), m.Name.ValueString(), cfg)
 	if err != nil {
-		failed(&resp.Diagnostics, "creating stream "+m.Name.ValueString(), err)
+		failed(diags, what+" stream "+m.Name.ValueString(), err)
 		return
 	}
 	m.set(m.AccountID.ValueString(), s)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	diags.Append(state.Set(ctx, &m)...)
+}
+
+func (r *streamResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	r.write(ctx, req.Plan, &resp.State, &resp.Diagnostics, "creating", r.c.CreateStream)
 }
 
 func (r *streamResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -294,24 +303,7 @@ func (r *streamResource) Read(ctx context.Context, req resource.ReadRequest, res
 }
 
 func (r *streamResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var m streamModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	var bad []string
-	cfg := m.config(ctx, &bad)
-	if len(bad) > 0 {
-		resp.Diagnostics.AddError("Contrail: stream config", strings.Join(bad, "; "))
-		return
-	}
-	s, err := r.c.UpdateStream(ctx, m.AccountID.ValueString(), m.Name.ValueString(), cfg)
-	if err != nil {
-		failed(&resp.Diagnostics, "updating stream "+m.Name.ValueString(), err)
-		return
-	}
-	m.set(m.AccountID.ValueString(), s)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	r.write(ctx, req.Plan, &resp.State, &resp.Diagnostics, "updating", r.c.UpdateStream)
 }
 
 func (r *streamResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
