@@ -34,6 +34,9 @@ func TestImportGraph(t *testing.T) {
 		"controlplane/auth":      {"dataplane/", "cmd/", "controlplane/api", "controlplane/records", "controlplane/provision", "controlplane/state"},
 		"controlplane/state":     {"dataplane/", "cmd/", "controlplane/", "tenant"},
 		"openapi":                {"dataplane/", "cmd/", "controlplane", "tenant"},
+		// The Terraform provider is a client of the REST contract only.
+		"terraform/client":   {"dataplane/", "cmd/", "controlplane", "tenant", "openapi"},
+		"terraform/provider": {"dataplane/", "cmd/", "controlplane", "tenant", "openapi"},
 	}
 	for pkg, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()

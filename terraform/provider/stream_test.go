@@ -81,6 +81,27 @@ resource "contrail_stream" "orders" {
 			return nil
 		}
 	}
+	// messages checks what the stream holds: an in-place update keeps
+	// its messages, a replacement starts empty.
+	messages := func(want uint64) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			st, err := tn.Client.Stream(ctx(t), accountID, "ORDERS")
+			if err != nil {
+				return err
+			}
+			if st.State.Messages != want {
+				return fmt.Errorf("ORDERS holds %d messages, want %d", st.State.Messages, want)
+			}
+			return nil
+		}
+	}
+	publish := func(*terraform.State) error {
+		out, err := natsRun(t, "--creds", writeCreds(t, creds), "pub", "orders.1", "x", "--jetstream")
+		if err != nil {
+			return fmt.Errorf("nats pub --jetstream: %v: %s", err, out)
+		}
+		return nil
+	}
 	captureCreds := resource.TestCheckResourceAttrWith("contrail_user.cli", "creds", func(v string) error { creds = v; return nil })
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: factories,
@@ -103,13 +124,15 @@ resource "contrail_stream" "orders" {
 					resource.TestCheckResourceAttr("data.contrail_streams.all", "streams.#", "1"),
 					resource.TestCheckResourceAttr("data.contrail_streams.all", "streams.0.name", "ORDERS"),
 					wantInfo(100, "file", "orders.>"),
+					publish,
+					messages(1),
 				),
 			},
 			{
 				// In place: the stream keeps its messages.
 				Config:           config(orders(50, `"orders.>", "returns.>"`, "file")),
 				ConfigPlanChecks: planAction("contrail_stream.orders", plancheck.ResourceActionUpdate),
-				Check:            wantInfo(50, "file", "orders.>", "returns.>"),
+				Check:            resource.ComposeAggregateTestCheckFunc(wantInfo(50, "file", "orders.>", "returns.>"), messages(1)),
 			},
 			{
 				// Drift through the API: planned as an update, repaired.
@@ -146,7 +169,7 @@ resource "contrail_stream" "orders" {
 				// stream.
 				Config:           config(orders(50, `"orders.>"`, "memory")),
 				ConfigPlanChecks: planAction("contrail_stream.orders", plancheck.ResourceActionDestroyBeforeCreate),
-				Check:            wantInfo(50, "memory", "orders.>"),
+				Check:            resource.ComposeAggregateTestCheckFunc(wantInfo(50, "memory", "orders.>"), messages(0)),
 			},
 			{
 				// Deleted elsewhere: made again.
