@@ -21,6 +21,10 @@ import (
 // (or belongs to another organization, which the API does not tell).
 var ErrNotFound = errors.New("not found")
 
+// ErrNotConfigured is returned by a nil *Client: the provider had no
+// endpoint and token to make one with.
+var ErrNotConfigured = errors.New("the contrail provider is not configured (endpoint and token unknown)")
+
 // Error is a problem the API answered (RFC 9457).
 type Error struct {
 	Status int    `json:"status"`
@@ -66,6 +70,10 @@ func New(endpoint, token string) (*Client, error) {
 // do sends one request (in, if not nil, as the JSON body) and decodes a
 // 2xx answer into out (if not nil).
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	if c == nil {
+		// A provider whose endpoint or token was unknown at plan time.
+		return ErrNotConfigured
+	}
 	var body io.Reader
 	if in != nil {
 		data, err := json.Marshal(in)

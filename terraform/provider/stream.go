@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -83,7 +85,10 @@ func (r *streamResource) Schema(_ context.Context, _ resource.SchemaRequest, res
 			"name":        schema.StringAttribute{Required: true, Description: "The stream's name. Changing it replaces the stream."},
 			"description": schema.StringAttribute{Optional: true, Description: "A description."},
 			"subjects": schema.ListAttribute{Optional: true, Computed: true, ElementType: types.StringType,
-				Description: "Subjects the stream captures (wildcards allowed); the stream's name if left out."},
+				// Left out of the config, an update keeps the stream's
+				// subjects rather than resetting them to the name.
+				PlanModifiers: []planmodifier.List{listplanmodifier.UseStateForUnknown()},
+				Description:   "Subjects the stream captures (wildcards allowed); the stream's name if left out at create."},
 			"retention":               streamEnum("limits", "limits, interest or workqueue. Changing to or from workqueue replaces the stream."),
 			"storage":                 streamEnum("file", "file or memory. Changing it replaces the stream."),
 			"discard":                 streamEnum("old", "What a full stream discards: old or new."),

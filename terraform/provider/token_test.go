@@ -77,6 +77,12 @@ resource "contrail_api_token" "ci" {
 				ImportStateVerifyIgnore: []string{"token"},
 			},
 			{
+				Config:          config("deploy"),
+				ResourceName:    "contrail_api_token.ci",
+				ImportState:     true,
+				ImportStateKind: resource.ImportBlockWithID,
+			},
+			{
 				PreConfig: func() {
 					if err := tn.Client.DeleteToken(ctx(t), id); err != nil {
 						t.Fatal(err)
