@@ -29,6 +29,11 @@ type cpStream struct {
 		DuplicateWindow int64             `json:"duplicate_window"`
 		DenyDelete      bool              `json:"deny_delete"`
 		Metadata        map[string]string `json:"metadata"`
+		RePublish       *struct {
+			Source      string `json:"src"`
+			Destination string `json:"dest"`
+			HeadersOnly bool   `json:"headers_only"`
+		} `json:"republish"`
 	} `json:"config"`
 	State struct {
 		Messages uint64 `json:"messages"`
@@ -126,7 +131,7 @@ func streamRoutesFlow(t *testing.T, a *api, natsURL string) {
 
 	// An update keeps what the API does not manage.
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "AUDIT", Subjects: []string{"audit.>"},
-		RePublish: &jetstream.RePublish{Source: "audit.>", Destination: "copy.audit.>"}}); err != nil {
+		SubjectTransform: &jetstream.SubjectTransformConfig{Source: "audit.>", Destination: "logged.audit.>"}}); err != nil {
 		t.Fatal(err)
 	}
 	a.do("PUT", path+"AUDIT", map[string]any{"subjects": []string{"audit.>"}, "max_msgs": 7}, 200, nil)
@@ -134,9 +139,23 @@ func streamRoutesFlow(t *testing.T, a *api, natsURL string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg := audit.CachedInfo().Config; cfg.MaxMsgs != 7 || cfg.RePublish == nil || cfg.RePublish.Destination != "copy.audit.>" {
+	if cfg := audit.CachedInfo().Config; cfg.MaxMsgs != 7 || cfg.SubjectTransform == nil || cfg.SubjectTransform.Destination != "logged.audit.>" {
 		t.Fatalf("AUDIT after the API's update: %+v", cfg)
 	}
+
+	// Republish is managed: set, read back, and removed by an update
+	// that leaves it out.
+	a.do("POST", path+"ALL", map[string]any{"subjects": []string{"all.>"},
+		"republish": map[string]any{"src": ">", "dest": "copy.>", "headers_only": true}}, 201, &st)
+	if r := st.Config.RePublish; r == nil || r.Source != ">" || r.Destination != "copy.>" || !r.HeadersOnly {
+		t.Errorf("republish read back as %+v", r)
+	}
+	st = cpStream{}
+	a.do("PUT", path+"ALL", map[string]any{"subjects": []string{"all.>"}}, 200, &st)
+	if st.Config.RePublish != nil {
+		t.Errorf("republish left out of an update was kept: %+v", st.Config.RePublish)
+	}
+	a.do("DELETE", path+"ALL", nil, 204, nil)
 
 	// The cell's own refusals, as problems.
 	if p := a.problemOf("POST", path+"OVERLAP", map[string]any{"subjects": []string{"orders.eu"}}, 400, false); p.Field != "subjects" {
@@ -161,6 +180,7 @@ func streamRoutesFlow(t *testing.T, a *api, natsURL string) {
 		{map[string]any{"metadata": map[string]string{"_nats.level": "1"}}, "metadata._nats.level"},
 		{map[string]any{"discard_new_per_subject": true}, "discard_new_per_subject"},
 		{map[string]any{"sources": []any{}}, "sources"},
+		{map[string]any{"republish": map[string]any{"dest": "a..b"}}, "republish.dest"},
 	} {
 		if p := a.problemOf("POST", path+"BAD", c.body, 400, true); p.Field != c.field {
 			t.Errorf("POST %v: field %q, want %q (%s)", c.body, p.Field, c.field, p.Detail)
@@ -209,7 +229,8 @@ func streamHostileCases(token, acctPath string) []hostileCase {
 			{`{"description":"` + strings.Repeat("d", 4097) + `"}`, "description"},
 			{`{"metadata":{"_nats.ver":"1"}}`, "metadata._nats.ver"}, {`{"metadata":{"a":1}}`, "metadata"},
 			{`{"deny_delete":"yes"}`, "deny_delete"}, {`{"max_msgs":1,"max_msgs":2}`, "max_msgs"},
-			{`{"mirror":{"name":"X"}}`, "mirror"},
+			{`{"mirror":{"name":"X"}}`, "mirror"}, {`{"republish":{"src":">"}}`, "republish.dest"},
+			{`{"republish":{"dest":"x","zzz":1}}`, "republish.zzz"}, {`{"republish":{"src":"a b","dest":"x"}}`, "republish.src"},
 		} {
 			cases = append(cases, hostileCase{method: m, path: path, body: c.body, token: token, status: 400, field: c.field})
 		}

@@ -27,7 +27,8 @@ const (
 // (durations in nanoseconds, as `nats stream info --json` prints them).
 // Fields left out of a request take nats-server's defaults
 // (defaultStreamConfig). What a cell's config holds beyond these fields
-// (sources, republish, ...) an update leaves as it is.
+// (mirror, sources, subject transform, placement, ...) an update leaves
+// as it is.
 type streamConfig struct {
 	Description          string            `json:"description,omitempty"`
 	Subjects             []string          `json:"subjects,omitempty"`
@@ -51,6 +52,15 @@ type streamConfig struct {
 	AllowDirect          bool              `json:"allow_direct"`
 	AllowMsgTTL          bool              `json:"allow_msg_ttl"`
 	Metadata             map[string]string `json:"metadata,omitempty"`
+	// RePublish sends each stored message on again to another subject.
+	RePublish *streamRePublish `json:"republish,omitempty"`
+}
+
+// streamRePublish is JetStream's republish rule.
+type streamRePublish struct {
+	Source      string `json:"src,omitempty"`
+	Destination string `json:"dest"`
+	HeadersOnly bool   `json:"headers_only,omitempty"`
 }
 
 // defaultStreamConfig is what nats-server makes of fields left out; a
@@ -117,6 +127,9 @@ func (c *streamConfig) check() error {
 	if c.DiscardNewPerSubject && (c.Discard != "new" || c.MaxMsgsPerSubject <= 0) {
 		return invalid("discard_new_per_subject", "needs discard \"new\" and max_msgs_per_subject above 0")
 	}
+	if err := c.checkRePublish(); err != nil {
+		return err
+	}
 	size := 0
 	for k, v := range c.Metadata {
 		switch {
@@ -135,16 +148,30 @@ func (c *streamConfig) check() error {
 	return nil
 }
 
+// checkRePublish checks the republish rule's subjects.
+func (c *streamConfig) checkRePublish() error {
+	r := c.RePublish
+	if r == nil {
+		return nil
+	}
+	if r.Source != "" {
+		if err := checkSubject("republish.src", r.Source); err != nil {
+			return err
+		}
+	}
+	return checkSubject("republish.dest", r.Destination)
+}
+
 // checkStreamName checks a stream name as nats-server does: it becomes
 // a subject token of the JetStream API.
-func checkStreamName(name string) error {
+func checkStreamName(field, name string) error {
 	switch {
 	case name == "" || len(name) > maxStreamName:
-		return invalid("name", fmt.Sprintf("must be 1 to %d bytes", maxStreamName))
+		return invalid(field, fmt.Sprintf("must be 1 to %d bytes", maxStreamName))
 	case strings.ContainsAny(name, " \t\r\n\f.*>/\\") || strings.ContainsFunc(name, func(r rune) bool {
 		return r < 0x20 || r == 0x7f || r == utf8.RuneError
 	}):
-		return invalid("name", "must not contain whitespace, control characters, '.', '*', '>', '/' or '\\'")
+		return invalid(field, "must not contain whitespace, control characters, '.', '*', '>', '/' or '\\'")
 	}
 	return nil
 }

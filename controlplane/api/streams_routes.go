@@ -129,6 +129,7 @@ var jsFields = []struct{ word, field string }{
 	{"metadata", "metadata"},
 	{"max msg size", "max_msg_size"},
 	{"max consumers", "max_consumers"},
+	{"republish", "republish"},
 	{"subject", "subjects"},
 }
 
@@ -184,7 +185,7 @@ func (s *Server) streamTarget(c echo.Context) (*records.Account, string, error) 
 			return nil, "", invalid("name", "is not a valid URL path segment")
 		}
 	}
-	if err := checkStreamName(name); err != nil {
+	if err := checkStreamName("name", name); err != nil {
 		return nil, "", err
 	}
 	return a, name, nil

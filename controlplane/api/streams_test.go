@@ -57,7 +57,7 @@ func TestStreamUpdateRules(t *testing.T) {
 func TestStreamOverlayKeepsUnmanagedFields(t *testing.T) {
 	cur := map[string]json.RawMessage{}
 	if err := json.Unmarshal([]byte(`{"name":"S","subjects":["a"],"max_msgs":5,"description":"old",
-		"republish":{"src":">","dest":"copy.>"},"sources":[{"name":"X"}],"metadata":{"_nats.ver":"2.12","k":"v"}}`), &cur); err != nil {
+		"subject_transform":{"src":">","dest":"x.>"},"sources":[{"name":"X"}],"republish":{"dest":"old.>"},"metadata":{"_nats.ver":"2.12","k":"v"}}`), &cur); err != nil {
 		t.Fatal(err)
 	}
 	cfg := defaultStreamConfig()
@@ -70,8 +70,11 @@ func TestStreamOverlayKeepsUnmanagedFields(t *testing.T) {
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got["republish"] == nil || got["sources"] == nil {
+	if got["subject_transform"] == nil || got["sources"] == nil {
 		t.Errorf("unmanaged fields lost: %s", body)
+	}
+	if _, ok := got["republish"]; ok {
+		t.Errorf("a managed field left out was kept: %s", body)
 	}
 	if _, ok := got["description"]; ok {
 		t.Errorf("a description left out was kept: %s", body)
@@ -89,12 +92,12 @@ func TestStreamOverlayKeepsUnmanagedFields(t *testing.T) {
 
 func TestStreamNamesAndErrors(t *testing.T) {
 	for _, name := range []string{"", "a b", "a.b", "a*", "a>", "a/b", `a\b`, "a\x00", "a\tb", string(make([]byte, 256))} {
-		if checkStreamName(name) == nil {
+		if checkStreamName("name", name) == nil {
 			t.Errorf("stream name %q accepted", name)
 		}
 	}
 	for _, name := range []string{"ORDERS", "kv_x-1", "Ünïcode", "50%"} {
-		if err := checkStreamName(name); err != nil {
+		if err := checkStreamName("name", name); err != nil {
 			t.Errorf("stream name %q: %v", name, err)
 		}
 	}

@@ -208,6 +208,14 @@ type StreamConfig struct {
 	AllowDirect          bool              `json:"allow_direct"`
 	AllowMsgTTL          bool              `json:"allow_msg_ttl"`
 	Metadata             map[string]string `json:"metadata,omitempty"`
+	RePublish            *RePublish        `json:"republish,omitempty"`
+}
+
+// RePublish sends each stored message on again to another subject.
+type RePublish struct {
+	Source      string `json:"src,omitempty"`
+	Destination string `json:"dest"`
+	HeadersOnly bool   `json:"headers_only,omitempty"`
 }
 
 // Stream is a stream's config and state.

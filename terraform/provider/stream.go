@@ -51,7 +51,14 @@ type streamModel struct {
 	AllowDirect          types.Bool   `tfsdk:"allow_direct"`
 	AllowMsgTTL          types.Bool   `tfsdk:"allow_msg_ttl"`
 	Metadata             types.Map    `tfsdk:"metadata"`
+	RePublish            *republish   `tfsdk:"republish"`
 	CreatedAt            types.String `tfsdk:"created_at"`
+}
+
+type republish struct {
+	Source      types.String `tfsdk:"source"`
+	Destination types.String `tfsdk:"destination"`
+	HeadersOnly types.Bool   `tfsdk:"headers_only"`
 }
 
 func (r *streamResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -111,6 +118,15 @@ func (r *streamResource) Schema(_ context.Context, _ resource.SchemaRequest, res
 			"allow_msg_ttl":     streamBool("Honour per-message TTLs (Nats-TTL). Turning it off replaces the stream."),
 			"metadata": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				Description: "Free-form metadata (keys starting with _nats. are the server's)."},
+			"republish": schema.SingleNestedAttribute{Optional: true,
+				Description: "Send each stored message on again to another subject.",
+				Attributes: map[string]schema.Attribute{
+					"source": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(">"),
+						Description: "The stored subjects to republish. Defaults to \">\"."},
+					"destination": schema.StringAttribute{Required: true, Description: "The subject to republish to (may use the source's wildcards)."},
+					"headers_only": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+						Description: "Republish headers without the payload. Defaults to false."},
+				}},
 			"created_at": computedString("When the stream was created (RFC 3339)."),
 		},
 	}
@@ -203,6 +219,10 @@ func (m *streamModel) config(ctx context.Context, diagsOut *[]string) client.Str
 		AllowDirect:          m.AllowDirect.ValueBool(),
 		AllowMsgTTL:          m.AllowMsgTTL.ValueBool(),
 	}
+	if r := m.RePublish; r != nil {
+		cfg.RePublish = &client.RePublish{Source: r.Source.ValueString(), Destination: r.Destination.ValueString(),
+			HeadersOnly: r.HeadersOnly.ValueBool()}
+	}
 	if known(m.DuplicateWindow) && !m.DuplicateWindow.IsNull() {
 		cfg.DuplicateWindow = int64(time.Duration(m.DuplicateWindow.ValueInt64()) * time.Second)
 	}
@@ -256,6 +276,15 @@ func (m *streamModel) set(accountID string, s *client.Stream) {
 	m.Metadata = types.MapNull(types.StringType)
 	if len(c.Metadata) > 0 {
 		m.Metadata, _ = types.MapValueFrom(context.Background(), types.StringType, c.Metadata)
+	}
+	m.RePublish = nil
+	if r := c.RePublish; r != nil {
+		src := r.Source
+		if src == "" {
+			src = ">"
+		}
+		m.RePublish = &republish{Source: types.StringValue(src), Destination: types.StringValue(r.Destination),
+			HeadersOnly: types.BoolValue(r.HeadersOnly)}
 	}
 	m.CreatedAt = timeString(s.Created)
 }

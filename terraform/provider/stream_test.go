@@ -47,6 +47,7 @@ resource "contrail_stream" "orders" {
   max_age    = 86400
   storage    = %q
   metadata   = { team = "shop" }
+  republish  = { destination = "copy.>" }
 }
 `, subjects, maxMsgs, storage)
 	}
@@ -121,6 +122,7 @@ resource "contrail_stream" "orders" {
 					resource.TestCheckResourceAttr("contrail_stream.orders", "retention", "limits"),
 					resource.TestCheckResourceAttr("contrail_stream.orders", "duplicate_window", "120"),
 					resource.TestCheckResourceAttr("contrail_stream.orders", "replicas", "1"),
+					resource.TestCheckResourceAttr("contrail_stream.orders", "republish.source", ">"),
 					resource.TestCheckResourceAttr("data.contrail_streams.all", "streams.#", "1"),
 					resource.TestCheckResourceAttr("data.contrail_streams.all", "streams.0.name", "ORDERS"),
 					wantInfo(100, "file", "orders.>"),
@@ -142,7 +144,7 @@ resource "contrail_stream" "orders" {
 						t.Fatal(err)
 					}
 					cfg := s.Config
-					cfg.MaxMsgs, cfg.Subjects, cfg.Metadata = 7, []string{"drift.>"}, nil
+					cfg.MaxMsgs, cfg.Subjects, cfg.Metadata, cfg.RePublish = 7, []string{"drift.>"}, nil, nil
 					if _, err := tn.Client.UpdateStream(ctx(t), accountID, "ORDERS", cfg); err != nil {
 						t.Fatal(err)
 					}
