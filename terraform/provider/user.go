@@ -107,9 +107,9 @@ func stringList(v []string) types.List {
 	return types.ListValueMust(types.StringType, elems)
 }
 
-// set fills the attributes the API returns. Rotation and
-// expires_in_seconds are the config's (the API has no such fields) and
-// stay as they are; creds only the create answer has.
+// set fills the attributes the API returns. Rotation is the config's
+// (the API has no such field) and stays as it is; creds only the create
+// answer has.
 func (m *userModel) set(accountID string, u *client.User) {
 	m.ID = types.StringValue(u.ID)
 	m.AccountID = types.StringValue(accountID)
@@ -122,8 +122,11 @@ func (m *userModel) set(accountID string, u *client.User) {
 	m.SubscribeAllow, m.SubscribeDeny = stringList(p.Subscribe.Allow), stringList(p.Subscribe.Deny)
 	m.PublicKey = types.StringValue(u.PublicKey)
 	m.ExpiresAt = types.StringValue("")
+	m.ExpiresInSeconds = types.Int64Null()
 	if u.ExpiresAt != nil {
 		m.ExpiresAt = timeString(*u.ExpiresAt)
+		// The API keeps no ttl: it is the span the user was made for.
+		m.ExpiresInSeconds = types.Int64Value(int64(u.ExpiresAt.Sub(u.CreatedAt).Seconds()))
 	}
 	m.CreatedAt = timeString(u.CreatedAt)
 }

@@ -34,6 +34,7 @@ resource "contrail_user" "app" {
   name            = "app"
   publish_allow   = ["orders.>", "$JS.API.>"]
   subscribe_allow = ["_INBOX.>"]
+  expires_in_seconds = 86400
   rotation        = { generation = %q }
 }
 `, rotation)
@@ -63,7 +64,13 @@ resource "contrail_user" "app" {
 					idOf("contrail_account.a", &accountID),
 					idOf("contrail_user.app", &userID),
 					resource.TestMatchResourceAttr("contrail_user.app", "public_key", reUserKey),
-					resource.TestCheckResourceAttr("contrail_user.app", "expires_at", ""),
+					resource.TestCheckResourceAttrWith("contrail_user.app", "expires_at", func(v string) error {
+						at, err := time.Parse(time.RFC3339, v)
+						if err != nil || time.Until(at) < 23*time.Hour || time.Until(at) > 25*time.Hour {
+							return fmt.Errorf("expires_at %q, want a day from now (%v)", v, err)
+						}
+						return nil
+					}),
 					captureCreds(&creds),
 					func(*terraform.State) error { return checkUserCreds(t, creds) },
 				),
