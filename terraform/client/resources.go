@@ -20,6 +20,27 @@ type JetStreamLimits struct {
 	MaxStreams    int64 `json:"max_streams"`
 	MaxConsumers  int64 `json:"max_consumers"`
 	MaxAckPending int64 `json:"max_ack_pending"`
+	// Tiers, when set, replace the limits above with per replica count
+	// ones; always sent, so nil (JSON null) removes them.
+	Tiers *JetStreamTiers `json:"tiers"`
+}
+
+// JetStreamTiers are tiered limits: R1 for unreplicated streams, R3 for
+// streams of three replicas. A tier left out allows no stream of its
+// replica count.
+type JetStreamTiers struct {
+	R1 *JetStreamTier `json:"R1,omitempty"`
+	R3 *JetStreamTier `json:"R3,omitempty"`
+}
+
+// JetStreamTier bounds the streams of one replica count.
+type JetStreamTier struct {
+	MaxMemory      int64 `json:"max_memory"`
+	MaxStorage     int64 `json:"max_storage"`
+	MaxStreams     int64 `json:"max_streams"`
+	MaxConsumers   int64 `json:"max_consumers"`
+	MaxAckPending  int64 `json:"max_ack_pending"`
+	MaxStreamBytes int64 `json:"max_stream_bytes"`
 }
 
 // Account is a NATS account.

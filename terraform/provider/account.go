@@ -41,6 +41,7 @@ type accountModel struct {
 	MaxStreams     types.Int64  `tfsdk:"max_streams"`
 	MaxConsumers   types.Int64  `tfsdk:"max_consumers"`
 	MaxAckPending  types.Int64  `tfsdk:"max_ack_pending"`
+	Tiers          *tiersModel  `tfsdk:"tiers"`
 	PublicKey      types.String `tfsdk:"public_key"`
 	NatsURL        types.String `tfsdk:"nats_url"`
 	CreatedAt      types.String `tfsdk:"created_at"`
@@ -81,6 +82,7 @@ func (r *accountResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"max_streams":     limitAttr(-1, "Streams"),
 			"max_consumers":   limitAttr(-1, "Consumers of each stream"),
 			"max_ack_pending": limitAttr(-1, "Unacknowledged messages per consumer"),
+			"tiers":           tiersAttr(),
 			"public_key":      computedString("The account's NATS public key (A...)."),
 			"nats_url":        computedString("Where the account's clients connect."),
 			"created_at":      computedString("When the account was created (RFC 3339)."),
@@ -102,6 +104,7 @@ func (m *accountModel) request() client.AccountRequest {
 			MaxStreams:    m.MaxStreams.ValueInt64(),
 			MaxConsumers:  m.MaxConsumers.ValueInt64(),
 			MaxAckPending: m.MaxAckPending.ValueInt64(),
+			Tiers:         m.Tiers.api(),
 		},
 	}}
 }
@@ -117,6 +120,7 @@ func (m *accountModel) set(a *client.Account) {
 	m.MaxStreams = types.Int64Value(a.Limits.JetStream.MaxStreams)
 	m.MaxConsumers = types.Int64Value(a.Limits.JetStream.MaxConsumers)
 	m.MaxAckPending = types.Int64Value(a.Limits.JetStream.MaxAckPending)
+	m.Tiers = tiersOf(a.Limits.JetStream.Tiers)
 	m.PublicKey = types.StringValue(a.PublicKey)
 	m.NatsURL = types.StringValue(a.NatsURL)
 	m.CreatedAt = timeString(a.CreatedAt)

@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -37,11 +38,12 @@ func idOf(addr string, dst *string) resource.TestCheckFunc {
 func TestAccAccount(t *testing.T) {
 	tn := signup(t)
 	var id string
-	config := func(name string, streams int) string {
+	config := func(name string, streams int, extra ...string) string {
 		return tn.Provider + fmt.Sprintf(`
 resource "contrail_account" "a" {
   name        = %q
   max_streams = %d
+  %s
 }
 
 data "contrail_account" "by_name" {
@@ -51,8 +53,14 @@ data "contrail_account" "by_name" {
 data "contrail_accounts" "all" {
   depends_on = [contrail_account.a]
 }
-`, name, streams)
+`, name, streams, strings.Join(extra, "\n"))
 	}
+	const tiers = `tiers = {
+    r1 = {
+      max_memory = 0, max_storage = 1048576, max_streams = 2, max_consumers = -1,
+      max_ack_pending = -1, max_stream_bytes = 524288
+    }
+  }`
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: factories,
 		CheckDestroy: func(*terraform.State) error {
@@ -120,9 +128,44 @@ data "contrail_accounts" "all" {
 				),
 			},
 			{
+				// Tiered limits change in place, and the cell has them.
+				Config:           config("orders-eu", 7, tiers),
+				ConfigPlanChecks: planAction("contrail_account.a", plancheck.ResourceActionUpdate),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("contrail_account.a", "tiers.r1.max_streams", "2"),
+					resource.TestCheckNoResourceAttr("contrail_account.a", "tiers.r3"),
+					resource.TestCheckResourceAttr("data.contrail_account.by_name", "tiers.r1.max_stream_bytes", "524288"),
+					func(*terraform.State) error {
+						a, err := tn.Client.Account(ctx(t), id)
+						if err != nil {
+							return err
+						}
+						if tr := a.Limits.JetStream.Tiers; tr == nil || tr.R1 == nil || tr.R1.MaxStreams != 2 || tr.R3 != nil {
+							return fmt.Errorf("tiers %+v", tr)
+						}
+						return wantInSync(t, tn.Client, id)
+					},
+				),
+			},
+			{
 				ResourceName:      "contrail_account.a",
 				ImportState:       true,
 				ImportStateVerify: true,
+			},
+			{
+				// Left out of the config, the tiers go.
+				Config:           config("orders-eu", 7),
+				ConfigPlanChecks: planAction("contrail_account.a", plancheck.ResourceActionUpdate),
+				Check: func(*terraform.State) error {
+					a, err := tn.Client.Account(ctx(t), id)
+					if err != nil {
+						return err
+					}
+					if a.Limits.JetStream.Tiers != nil {
+						return fmt.Errorf("tiers left after removal: %+v", a.Limits.JetStream.Tiers)
+					}
+					return nil
+				},
 			},
 			{
 				Config:          config("orders-eu", 7),

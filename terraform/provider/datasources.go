@@ -36,6 +36,7 @@ func accountAttrs(lookup bool) map[string]schema.Attribute {
 		"max_streams":     schema.Int64Attribute{Computed: true, Description: "Streams; -1 unlimited."},
 		"max_consumers":   schema.Int64Attribute{Computed: true, Description: "Consumers of each stream; -1 unlimited."},
 		"max_ack_pending": schema.Int64Attribute{Computed: true, Description: "Unacknowledged messages per consumer; -1 unlimited."},
+		"tiers":           tiersDataAttr(),
 	}
 	if lookup {
 		out["id"] = schema.StringAttribute{Optional: true, Computed: true, Description: "The account's ID; give this or name."}
