@@ -191,17 +191,22 @@ func (s *Server) streamTarget(c echo.Context) (*records.Account, string, error) 
 	return a, name, nil
 }
 
-// streamRequest decodes and checks a create or update body; fields left
-// out take nats-server's defaults.
-func streamRequest(c echo.Context) (*streamConfig, error) {
+// streamRequest loads the path's account and stream name and decodes
+// and checks a create or update body; fields left out take
+// nats-server's defaults.
+func (s *Server) streamRequest(c echo.Context) (*records.Account, string, *streamConfig, error) {
+	a, name, err := s.streamTarget(c)
+	if err != nil {
+		return nil, "", nil, err
+	}
 	cfg := defaultStreamConfig()
 	if err := decode(c, &cfg); err != nil {
-		return nil, err
+		return nil, "", nil, err
 	}
 	if err := cfg.check(); err != nil {
-		return nil, err
+		return nil, "", nil, err
 	}
-	return &cfg, nil
+	return a, name, &cfg, nil
 }
 
 func (s *Server) getStream(c echo.Context) error {
@@ -213,11 +218,7 @@ func (s *Server) getStream(c echo.Context) error {
 }
 
 func (s *Server) createStream(c echo.Context) error {
-	a, name, err := s.streamTarget(c)
-	if err != nil {
-		return err
-	}
-	cfg, err := streamRequest(c)
+	a, name, cfg, err := s.streamRequest(c)
 	if err != nil {
 		return err
 	}
@@ -237,11 +238,7 @@ func (s *Server) createStream(c echo.Context) error {
 }
 
 func (s *Server) updateStream(c echo.Context) error {
-	a, name, err := s.streamTarget(c)
-	if err != nil {
-		return err
-	}
-	cfg, err := streamRequest(c)
+	a, name, cfg, err := s.streamRequest(c)
 	if err != nil {
 		return err
 	}
