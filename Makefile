@@ -1,7 +1,8 @@
 # The project's commands. `make test` is what CI runs: it installs the
 # stock tools the tests drive (natscli, nats-server as a reference,
-# staticcheck, curl and jq for the README quick start, and chromium for
-# the console's browser tests) and then runs every check.
+# staticcheck, terraform for the provider's acceptance tests, curl and jq
+# for the README quick start, and chromium for the console's browser
+# tests) and then runs every check.
 
 GO        ?= go
 GOBIN     := $(shell $(GO) env GOPATH)/bin
@@ -10,6 +11,9 @@ export PATH := $(GOBIN):$(PATH)
 NATSCLI_VERSION     := v0.5.0
 NATSSERVER_VERSION  := v2.15.2
 STATICCHECK_VERSION := v0.8.2
+# The Terraform provider's acceptance tests drive a real terraform (the
+# last MPL release); building it takes a few minutes, once.
+TERRAFORM_VERSION   := v1.5.7
 # Fuzz budgets are execution counts, not durations: Go 1.26's fuzz
 # coordinator can report a spurious "context deadline exceeded" failure
 # when a -fuzztime duration runs out (go.dev/issue/75804, fixed in Go
@@ -19,7 +23,7 @@ FUZZSCALE           ?= 1
 FUZZMINIMIZE        ?= 2000x
 fuzzn = $(shell echo $$(( $(1) * $(FUZZSCALE) )))x
 
-.PHONY: test tools vet lint unit fuzz bench run web-vendor
+.PHONY: test tools vet lint unit fuzz bench run web-vendor terraform-provider
 
 ## test: everything CI checks
 test: tools vet lint unit fuzz
@@ -29,6 +33,7 @@ tools:
 	@$(GOBIN)/nats --version 2>/dev/null | grep -qx '$(NATSCLI_VERSION)' || $(GO) install github.com/nats-io/natscli/nats@$(NATSCLI_VERSION)
 	@$(GOBIN)/nats-server --version 2>/dev/null | grep -q '$(NATSSERVER_VERSION)' || $(GO) install github.com/nats-io/nats-server/v2@$(NATSSERVER_VERSION)
 	@$(GOBIN)/staticcheck -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)' || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE=/dev/null $(GOBIN)/terraform version 2>/dev/null | head -1 | grep -qx 'Terraform $(TERRAFORM_VERSION)' || $(GO) install github.com/hashicorp/terraform@$(TERRAFORM_VERSION)
 	@command -v curl >/dev/null && command -v jq >/dev/null || { apt-get update -qq && apt-get install -y -qq curl jq; } || \
 		{ echo "install curl and jq (the README quick start and its test use them)"; exit 1; }
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; } || \
@@ -79,6 +84,10 @@ web-vendor:
 ## bench: Contrail against nats-server with the same nats bench workloads
 bench:
 	$(GO) run ./bench
+
+## terraform-provider: build terraform-provider-contrail into ./bin
+terraform-provider:
+	$(GO) build -o bin/terraform-provider-contrail ./terraform/cmd/terraform-provider-contrail
 
 ## run: the whole product on this machine (control plane and one node)
 run:

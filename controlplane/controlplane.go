@@ -142,7 +142,7 @@ func Open(opts Options) (cp *ControlPlane, err error) {
 	}
 	cp.api = api.New(api.Config{
 		Usage: cp.usage, UsageInterval: opts.UsageInterval,
-		Repo: cp.Repo, Signer: signer, Prov: cp.Prov, Keys: cp.Keys, Cells: cp.cells,
+		Repo: cp.Repo, Signer: signer, Prov: cp.Prov, Keys: cp.Keys, Cells: cp.cells, Streams: cp.cells,
 		DefaultCell: opts.Cells[0].Name, NatsURLs: urls, Spec: openapi.Spec,
 		TrustedProxies: proxies, Ready: cp.cells.Connected, Log: log.With("component", "api"), Collectors: cp.Prov.Collectors(),
 	})

@@ -37,6 +37,9 @@ func TestImportGraph(t *testing.T) {
 		// The console is static files: it imports nothing of ours.
 		"web":     {"dataplane/", "cmd/", "controlplane", "tenant", "openapi"},
 		"openapi": {"dataplane/", "cmd/", "controlplane", "tenant"},
+		// The Terraform provider is a client of the REST contract only.
+		"terraform/client":   {"dataplane/", "cmd/", "controlplane", "tenant", "openapi"},
+		"terraform/provider": {"dataplane/", "cmd/", "controlplane", "tenant", "openapi"},
 	}
 	for pkg, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()

@@ -265,6 +265,8 @@ func TestCPHostileInput(t *testing.T) {
 			hostileCase{method: m, path: "/v1/accounts", body: "{}", token: token, status: 0, offSpec: true})
 	}
 
+	cases = append(cases, streamHostileCases(token, acctPath)...)
+
 	checkHostileCoverage(t, cases, acc.ID, user.ID, tok.ID, acc.PublicKey)
 	raw := &http.Client{Timeout: ioTimeout}
 	for _, c := range cases {
@@ -350,7 +352,7 @@ func checkHostileCoverage(t *testing.T, cases []hostileCase, accID, userID, tokI
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := strings.NewReplacer("{id}", accID, "{user_id}", userID, "{public_key}", pub)
+	params := strings.NewReplacer("{id}", accID, "{user_id}", userID, "{public_key}", pub, "{name}", hostileRouteStream)
 	covered := map[string]bool{}
 	for _, c := range cases {
 		covered[c.method+" "+c.path] = true

@@ -24,11 +24,14 @@ type accountView struct {
 	NatsURL   string        `json:"nats_url"`
 	Limits    tenant.Limits `json:"limits"`
 	CreatedAt time.Time     `json:"created_at"`
+	// InSync says the account's cell has its latest JWT (limits and
+	// revocations); until then the cell still applies the previous one.
+	InSync bool `json:"in_sync"`
 }
 
 func (s *Server) view(a *records.Account) accountView {
 	return accountView{ID: a.ID, Name: a.Name, PublicKey: a.PublicKey, NatsURL: s.NatsURLs[a.Cell],
-		Limits: a.Limits, CreatedAt: a.CreatedAt}
+		Limits: a.Limits, CreatedAt: a.CreatedAt, InSync: a.Pushed >= a.Generation}
 }
 
 // account loads the caller's account named in the path, or 404.

@@ -64,6 +64,8 @@ type Config struct {
 	// the system account's JWT.
 	Keys  *provision.Keys
 	Cells CellReader
+	// Streams manages streams on cells as their accounts.
+	Streams StreamCell
 	// DefaultCell is where new accounts are placed.
 	DefaultCell string
 	// NatsURLs maps a cell to the URL its clients connect to.
@@ -154,6 +156,7 @@ func New(cfg Config) *Server {
 	authed.GET("/accounts/:id/users", s.listUsers)
 	authed.DELETE("/accounts/:id/users/:user_id", s.deleteUser)
 	s.consoleRoutes(e, v1, authed)
+	s.streamRoutes(authed)
 	// Anything else under /v1 needs a token too, so an unauthenticated
 	// caller learns nothing about which routes exist.
 	authed.Any("/*", func(c echo.Context) error { return echo.ErrNotFound })

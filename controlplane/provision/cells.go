@@ -141,7 +141,10 @@ type cellConn interface {
 // forever in the background, so a cell that is down when the control
 // plane starts is reached once it comes up.
 type Cells struct {
-	conns   map[string]cellConn
+	conns map[string]cellConn
+	// urls are the cells' client URLs, for connections made as an
+	// account (see JetStream).
+	urls    map[string]string
 	names   []string
 	timeout time.Duration
 }
@@ -154,7 +157,7 @@ func Dial(cells []Cell, keys *Keys, onReconnect func(cell string), log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	c := &Cells{conns: map[string]cellConn{}, timeout: 2 * time.Second}
+	c := &Cells{conns: map[string]cellConn{}, urls: map[string]string{}, timeout: 2 * time.Second}
 	connect := func(cell Cell, conn *natsCell) {
 		nc, err := nats.Connect(cell.NatsURL,
 			nats.Name("contrail-controlplane"),
@@ -188,6 +191,7 @@ func Dial(cells []Cell, keys *Keys, onReconnect func(cell string), log *slog.Log
 	for _, cell := range cells {
 		conn := &natsCell{}
 		c.conns[cell.Name] = conn
+		c.urls[cell.Name] = cell.NatsURL
 		c.names = append(c.names, cell.Name)
 		go connect(cell, conn)
 	}
