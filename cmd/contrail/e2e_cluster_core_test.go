@@ -281,12 +281,14 @@ func TestClusterCoreOperatorAccounts(t *testing.T) {
 	t.Logf("nats server list:\n%s", list)
 }
 
-// A route whose peer stops reading is cut once its queue passes the bound
-// (max_pending), like a slow client, and is redialed when the peer is
-// back; meanwhile the publisher keeps being served.
+// A route whose peer stops reading: the flooding account's messages to
+// it are dropped once its share of the bound (max_pending) is full, the
+// route is cut once it cannot write for the write deadline, and it is
+// redialed when the peer is back; meanwhile the publisher keeps being
+// served.
 func TestClusterCoreSlowRoute(t *testing.T) {
 	nodes := startCluster(t, 2, clusterOpts{args: func(_ int, dir string) []string {
-		return []string{"--config", writeFile(t, dir, "node.conf", "max_pending: 1MB\n")}
+		return []string{"--config", writeFile(t, dir, "node.conf", "max_pending: 1MB\nwrite_deadline: 2s\n")}
 	}})
 	waitMesh(t, nodes)
 	pub, subc := connect(t, nodes[0].URL), connect(t, nodes[1].URL)
@@ -296,12 +298,17 @@ func TestClusterCoreSlowRoute(t *testing.T) {
 	nodes[1].signal(syscall.SIGSTOP)
 	defer nodes[1].signal(syscall.SIGCONT)
 	payload := make([]byte, 8<<10)
-	waitFor(t, 20*time.Second, "the slow route to be cut", func() bool {
+	// The flooding account's share of the queue fills first: its
+	// messages to the peer are dropped, and the route, which other
+	// accounts share, stays up until it cannot write for the write
+	// deadline.
+	waitFor(t, 20*time.Second, "the route cut after its writes stalled", func() bool {
 		for i := 0; i < 256; i++ {
 			publish(t, pub, "flood", payload)
 		}
 		flush(t, pub)
-		return strings.Contains(nodes[0].out.String(), "slow route")
+		out := nodes[0].out.String()
+		return strings.Contains(out, "over its share") && strings.Contains(out, "route closed")
 	})
 	roundTrip(t, pub)
 	nodes[1].signal(syscall.SIGCONT)

@@ -18,38 +18,17 @@ const maxMovesPerPass = 2
 // where it can, so a stepdown is not undone a second later.
 const balanceHold = 30 * time.Second
 
-// balanceState is what the balancer remembers between passes.
-type balanceState struct {
-	seen map[uint16]termLeader // each partition's term and leader as last observed
-	held map[uint16]time.Time  // partitions whose leader changed lately, until then
-}
-
-// termLeader is a partition's raft term and leader at one pass.
-type termLeader struct {
-	term   uint64
-	leader string
-}
-
-// observe holds every partition whose leadership passed from one leader
-// to another since the last pass. The term, not only the leader's name,
-// is compared: a stepdown and a preferred stepdown back between two
-// passes leave the same name, and are still an operator's recent choice.
-// A first election (no leader before) is no one's choice and holds
-// nothing. The balancer's own moves are held too, which keeps it from
-// moving one partition back and forth.
-func (b *balanceState) observe(groups []*Group, now time.Time) {
+// heldUntil holds every partition whose leadership passed from one
+// leader to another lately, by any means (an operator's stepdown, a
+// failover, the balancer's own move), until its hold ends.
+func heldUntil(groups []*Group, now time.Time) map[uint16]time.Time {
+	held := map[uint16]time.Time{}
 	for _, g := range groups {
-		cur := termLeader{g.Term(), g.Leader()}
-		if prev, ok := b.seen[g.id]; ok && prev.leader != "" && cur.leader != "" && cur.term != prev.term {
-			b.held[g.id] = now.Add(balanceHold)
-		}
-		if cur.leader != "" {
-			b.seen[g.id] = cur
-		}
-		if until, ok := b.held[g.id]; ok && now.After(until) {
-			delete(b.held, g.id)
+		if at := g.LeaderChangedAt(); !at.IsZero() && now.Before(at.Add(balanceHold)) {
+			held[g.id] = at.Add(balanceHold)
 		}
 	}
+	return held
 }
 
 // balance runs on every node and acts while the node leads the meta
@@ -57,14 +36,12 @@ func (b *balanceState) observe(groups []*Group, now time.Time) {
 // each live node leads about P/N partitions.
 func (n *Node) balance() {
 	defer n.wg.Done()
-	b := &balanceState{seen: map[uint16]termLeader{}, held: map[uint16]time.Time{}}
 	for n.sleep(n.cfg.BalanceInterval) {
-		b.observe(n.groups[1:], time.Now())
 		if n.draining.Load() || !n.groups[MetaGroup].IsLeader() {
 			continue
 		}
 		var wg sync.WaitGroup
-		for _, m := range n.plan(b.held) {
+		for _, m := range n.plan(heldUntil(n.groups[1:], time.Now())) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -45,6 +45,10 @@ type Group struct {
 	stop chan struct{}
 	// repairing serialises repairs.
 	repairing sync.Mutex
+	// changed is when this node last saw the group's leadership pass
+	// from one leader to another (unix nanoseconds; 0: never). A first
+	// election after start is no change.
+	changed atomic.Int64
 	// joins counts the join requests sent while in repair.
 	joins atomic.Uint64
 
@@ -154,8 +158,16 @@ func (g *Group) launchLocked(id raft.ServerID, bootstrap bool) error {
 	g.mu.launched = true
 	g.stop = make(chan struct{})
 	g.readyOnce.Do(func() { close(g.ready) })
+	// Every change of leader this node learns of, as raft sees it, not
+	// as sampled: a stepdown and a stepdown back between two looks at
+	// the leader are two changes.
+	obs := make(chan raft.Observation, 16)
+	r.RegisterObserver(raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	}))
 	g.n.wg.Add(1)
-	go g.watchLeader(r, g.stop)
+	go g.watchLeader(r, obs, g.stop)
 	if repair {
 		g.n.wg.Add(1)
 		go g.rejoin(r, g.stable, g.stop)
@@ -184,9 +196,10 @@ func (n *Node) bootConfig() raft.Configuration {
 // watchLeader turns raft's leadership signal into the group's callbacks.
 // It runs on its own goroutine, so a slow callback delays later
 // callbacks, never raft.
-func (g *Group) watchLeader(r *raft.Raft, stop <-chan struct{}) {
+func (g *Group) watchLeader(r *raft.Raft, obs <-chan raft.Observation, stop <-chan struct{}) {
 	defer g.n.wg.Done()
 	ch := r.LeaderCh()
+	var known raft.ServerID // the last leader seen, "" before the first
 	tell := func(isLeader bool) {
 		g.leader.Store(isLeader)
 		g.mu.Lock()
@@ -203,6 +216,15 @@ func (g *Group) watchLeader(r *raft.Raft, stop <-chan struct{}) {
 				g.t.Load().progress.reset()
 			}
 			tell(isLeader)
+		case o := <-obs:
+			lo, _ := o.Data.(raft.LeaderObservation)
+			if lo.LeaderID == "" {
+				continue
+			}
+			if known != "" && lo.LeaderID != known {
+				g.changed.Store(time.Now().UnixNano())
+			}
+			known = lo.LeaderID
 		case <-stop:
 			// The instance stopped for a repair: whatever it led is
 			// no longer led here.
@@ -343,14 +365,13 @@ func (g *Group) Leader() string {
 	return nodeName(id)
 }
 
-// Term is the raft term this node last saw for the group, 0 before Ready.
-// Every change of leader, by election or transfer, starts a new term.
-func (g *Group) Term() uint64 {
-	r := g.raft()
-	if r == nil {
-		return 0
+// LeaderChangedAt is when this node last saw the group's leadership pass
+// from one leader to another; zero if it never did.
+func (g *Group) LeaderChangedAt() time.Time {
+	if ns := g.changed.Load(); ns != 0 {
+		return time.Unix(0, ns)
 	}
-	return r.CurrentTerm()
+	return time.Time{}
 }
 
 // OnLeader registers fn to be told of every change of this node's

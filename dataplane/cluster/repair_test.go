@@ -101,3 +101,46 @@ func TestRegisteredCall(t *testing.T) {
 		t.Fatalf("unregistered op: %v", err)
 	}
 }
+
+// TestBalancerKeepsAStepdown: a partition an operator stepped down and
+// straight back (away and home between two balancing passes, the
+// leader's name the same at both) stays where it was put while the
+// balancer evens the counts out with the other partitions, whose first
+// elections hold nothing.
+func TestBalancerKeepsAStepdown(t *testing.T) {
+	c := newTestCluster(t, three...)
+	c.tweak = func(cfg *Config) { cfg.BalanceInterval = 200 * time.Millisecond }
+	for _, name := range three {
+		c.start(name)
+	}
+	c.waitLeaders(20 * time.Second)
+	const g = 1
+	home := c.leader(g)
+	var away string
+	for _, name := range three {
+		if name != home {
+			away = name
+			break
+		}
+	}
+	if err := c.node(home).Group(g).TransferLeadership(away); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the partition on "+away, func() bool { return c.leader(g) == away })
+	if err := c.node(away).Group(g).TransferLeadership(home); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the partition back on "+home, func() bool { return c.leader(g) == home })
+	// Ten passes.
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if l := c.leader(g); l != "" && l != home {
+			var all []string
+			for p := uint16(1); p <= testPartitions; p++ {
+				all = append(all, fmt.Sprintf("%d:%s", p, c.leader(p)))
+			}
+			t.Fatalf("the balancer moved the partition from %s to %s after the stepdown (leaders %v)", home, l, all)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
