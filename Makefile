@@ -1,6 +1,7 @@
 # The project's commands. `make test` is what CI runs: it installs the
 # stock tools the tests drive (natscli, nats-server as a reference,
-# staticcheck, and curl and jq for the README quick start) and then runs
+# staticcheck, versitygw as the S3 server of the tiered storage tests, and
+# curl and jq for the README quick start) and then runs
 # every check.
 
 GO        ?= go
@@ -10,6 +11,7 @@ export PATH := $(GOBIN):$(PATH)
 NATSCLI_VERSION     := v0.5.0
 NATSSERVER_VERSION  := v2.15.2
 STATICCHECK_VERSION := v0.8.2
+VERSITYGW_VERSION   := v1.8.0
 # Fuzz budgets are execution counts, not durations: Go 1.26's fuzz
 # coordinator can report a spurious "context deadline exceeded" failure
 # when a -fuzztime duration runs out (go.dev/issue/75804, fixed in Go
@@ -29,6 +31,7 @@ tools:
 	@$(GOBIN)/nats --version 2>/dev/null | grep -qx '$(NATSCLI_VERSION)' || $(GO) install github.com/nats-io/natscli/nats@$(NATSCLI_VERSION)
 	@$(GOBIN)/nats-server --version 2>/dev/null | grep -q '$(NATSSERVER_VERSION)' || $(GO) install github.com/nats-io/nats-server/v2@$(NATSSERVER_VERSION)
 	@$(GOBIN)/staticcheck -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)' || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@$(GO) version -m $(GOBIN)/versitygw 2>/dev/null | grep -q 'mod.*github.com/versity/versitygw.*$(VERSITYGW_VERSION)' || $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 	@command -v curl >/dev/null && command -v jq >/dev/null || { apt-get update -qq && apt-get install -y -qq curl jq; } || \
 		{ echo "install curl and jq (the README quick start and its test use them)"; exit 1; }
 
