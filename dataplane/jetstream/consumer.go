@@ -61,9 +61,9 @@ type consumer struct {
 		// coldMsg is the last cold message fetched for delivery, so the
 		// pass that fetched it (with mu released) finds it again.
 		coldMsg store.Message
-		aheadTo    uint64                 // the scans behind ahead covered everything below this
-		rdq        []uint64               // stream seqs to deliver again, oldest first
-		lps        []uint64               // last-per-subject seqs still to deliver first
+		aheadTo uint64   // the scans behind ahead covered everything below this
+		rdq     []uint64 // stream seqs to deliver again, oldest first
+		lps     []uint64 // last-per-subject seqs still to deliver first
 		// maxed are stream seqs that reached max_deliver: like pending
 		// redeliveries they count in num_redelivered, until they leave
 		// the stream (nats-server's rule).

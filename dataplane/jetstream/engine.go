@@ -93,13 +93,13 @@ type Options struct {
 
 // Engine is one node's JetStream.
 type Engine struct {
-	opts     Options
-	log      *slog.Logger
-	file     *applier
-	memory   *applier
+	opts   Options
+	log    *slog.Logger
+	file   *applier
+	memory *applier
 	// tiering moves cold file-stream data to an object store; nil when
 	// tiering is off.
-	tiering *tiering
+	tiering  *tiering
 	flow     *flowGate // bounds captured publishes in both appliers
 	apiSched *apiScheduler
 	// cl is the engine's part of a cluster; nil on a single node.
