@@ -74,6 +74,13 @@ func (f *devFlags) nodeOptions(cp *controlplane.ControlPlane) (*config.Options, 
 	opts.Operator = cp.OperatorPath()
 	opts.Resolver = "URL(" + cp.ResolverURL() + ")"
 	opts.SystemAccount = cp.Keys.SystemPub
+	// Tiered storage to a directory of the data dir: the embedded
+	// default needs nothing else running.
+	tierDir, err := filepath.Abs(filepath.Join(f.dataDir, "tier"))
+	if err != nil {
+		return nil, err
+	}
+	opts.JetStream = &config.JetStreamOptions{Enabled: true, Tier: &config.TierOptions{URL: "file://" + tierDir}}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

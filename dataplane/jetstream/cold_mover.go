@@ -91,6 +91,10 @@ type tiering struct {
 	wake  chan struct{}
 	stop  chan struct{}
 	done  chan struct{}
+	// ctx bounds every object store call; close cancels it, so a node
+	// stopping does not wait for an upload.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu struct {
 		sync.Mutex
@@ -115,6 +119,7 @@ func newTiering(e *Engine, o TierOptions) *tiering {
 		cache: tier.NewCache(o.Store, tier.CacheOptions{MaxBytes: o.CacheBytes, Timeout: o.ReadTimeout, ReadRate: o.ReadRate}),
 		wake:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	t.house = newStream(e, e.file, 0, &api.StreamConfig{Name: "$TIER"}, time.Time{})
+	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.mu.inflight = map[string]bool{}
 	t.gcDue.Store(true) // intents a crash left are cleaned up at start
 	return t
@@ -181,6 +186,7 @@ func (t *tiering) failed(what string, err error) {
 }
 
 func (t *tiering) close() {
+	t.cancel()
 	close(t.stop)
 	<-t.done
 }
@@ -329,7 +335,7 @@ func (t *tiering) seal(s *stream, underBudget bool) (int, error) {
 		return 0, err
 	}
 	recs = nil
-	ctx, cancel := context.WithTimeout(context.Background(), t.opts.UploadTimeout)
+	ctx, cancel := context.WithTimeout(t.ctx, t.opts.UploadTimeout)
 	err = t.st.Put(ctx, key, built.Object)
 	cancel()
 	if err != nil {
@@ -374,7 +380,7 @@ func (t *tiering) collect() error {
 		if busy {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), t.opts.UploadTimeout)
+		ctx, cancel := context.WithTimeout(t.ctx, t.opts.UploadTimeout)
 		err := t.st.Delete(ctx, p.Key)
 		cancel()
 		if err != nil {
