@@ -56,9 +56,6 @@ func OpenS3(ctx context.Context, o S3Options) (*S3, error) {
 			})
 		}),
 	}
-	if o.HTTPClient != nil {
-		loadOpts = append(loadOpts, config.WithHTTPClient(o.HTTPClient))
-	}
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("tier s3: aws config: %w", err)
@@ -69,6 +66,11 @@ func OpenS3(ctx context.Context, o S3Options) (*S3, error) {
 	}
 	c := s3.NewFromConfig(cfg, func(so *s3.Options) {
 		so.UsePathStyle = true
+		if o.HTTPClient != nil {
+			// Set here, not in the loaded config: the config would wrap
+			// it for AWS_CA_BUNDLE, which a plain *http.Client refuses.
+			so.HTTPClient = o.HTTPClient
+		}
 		if o.Endpoint != "" {
 			so.BaseEndpoint = aws.String(o.Endpoint)
 		}
