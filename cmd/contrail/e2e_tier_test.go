@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -266,4 +267,174 @@ jetstream {
   }
 }`, bucketDir)})
 	}, bucketDir)
+}
+
+// TestTierRetention runs KV buckets, work-queue and interest streams,
+// subject purges and deletes over cold segments: each acts as if every
+// message were local, and once the streams are gone so are the objects.
+func TestTierRetention(t *testing.T) {
+	bucketDir := t.TempDir()
+	n := startNode(t, nodeOpts{config: fmt.Sprintf(`
+jetstream {
+  tier { url: "file://%s", segment_bytes: "64KiB", local_bytes: "256KiB" }
+}`, bucketDir)})
+	nc := connect(t, n.URL)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const size = 2 << 10
+	coldOf := func(stream string) int64 {
+		var jz struct {
+			Tier *struct {
+				Streams []struct {
+					Stream    string `json:"stream"`
+					ColdMsgs  int64  `json:"cold_messages"`
+					Segments  int    `json:"segments"`
+					LocalByte int64  `json:"local_bytes"`
+				} `json:"streams"`
+			} `json:"tier"`
+		}
+		getJSON(t, n.MonURL+"/jsz", &jz)
+		for _, s := range jz.Tier.Streams {
+			if s.Stream == stream {
+				return s.ColdMsgs
+			}
+		}
+		return 0
+	}
+	waitCold := func(stream string) {
+		t.Helper()
+		waitFor(t, time.Minute, stream+" tiered", func() bool { return coldOf(stream) > 50 })
+	}
+
+	// KV: the latest value of every key, cold or not; a delete hides it.
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "cfg", History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		if _, err := kv.Put(ctx, fmt.Sprintf("k%d", i), tierPayload(i, size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		if _, err := kv.Put(ctx, fmt.Sprintf("k%d", i), tierPayload(1000+i, size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCold("KV_cfg")
+	for i := range 300 {
+		want := tierPayload(i, size)
+		if i < 20 {
+			want = tierPayload(1000+i, size)
+		}
+		e, err := kv.Get(ctx, fmt.Sprintf("k%d", i))
+		if err != nil || !bytes.Equal(e.Value(), want) {
+			t.Fatalf("kv get k%d: %v", i, err)
+		}
+	}
+	if err := kv.Delete(ctx, "k30"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, "k30"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("deleted key: %v", err)
+	}
+
+	// Work queue and interest: consumed and acknowledged from the cold
+	// start, they empty.
+	for _, r := range []struct {
+		name string
+		ret  jetstream.RetentionPolicy
+	}{{"WQ", jetstream.WorkQueuePolicy}, {"IN", jetstream.InterestPolicy}} {
+		s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: r.name, Subjects: []string{strings.ToLower(r.name) + ".>"}, Retention: r.ret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= 300; i++ {
+			if _, err := js.Publish(ctx, strings.ToLower(r.name)+".x", tierPayload(i, size)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitCold(r.name)
+		for i := 1; i <= 300; {
+			batch, err := c.Fetch(50, jetstream.FetchMaxWait(5*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for m := range batch.Messages() {
+				md, _ := m.Metadata()
+				if md.Sequence.Stream != uint64(i) || !bytes.Equal(m.Data(), tierPayload(i, size)) {
+					t.Fatalf("%s: message %d is seq %d", r.name, i, md.Sequence.Stream)
+				}
+				if err := m.DoubleAck(ctx); err != nil {
+					t.Fatal(err)
+				}
+				i++
+			}
+			if batch.Error() != nil {
+				t.Fatal(batch.Error())
+			}
+		}
+		info, err := s.Info(ctx)
+		if err != nil || info.State.Msgs != 0 {
+			t.Fatalf("%s after acks: %+v %v", r.name, info.State, err)
+		}
+	}
+
+	// A subject purge and a delete over cold segments.
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "P", Subjects: []string{"p.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 300; i++ {
+		if _, err := js.Publish(ctx, fmt.Sprintf("p.%c", "ab"[i%2]), tierPayload(i, size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCold("P")
+	if err := s.Purge(ctx, jetstream.WithPurgeSubject("p.a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMsg(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil || info.State.Msgs != 149 {
+		t.Fatalf("after the subject purge and a delete: %+v %v", info.State, err)
+	}
+	oc, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for want := 1; want <= 299; want += 2 {
+		if want == 3 {
+			continue
+		}
+		m, err := oc.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatalf("ordered consumer waiting for %d: %v", want, err)
+		}
+		md, _ := m.Metadata()
+		if md.Sequence.Stream != uint64(want) || m.Subject() != "p.b" || !bytes.Equal(m.Data(), tierPayload(want, size)) {
+			t.Fatalf("ordered consumer: got seq %d on %s, want %d", md.Sequence.Stream, m.Subject(), want)
+		}
+	}
+
+	// Deleting the streams deletes their objects.
+	for _, name := range []string{"KV_cfg", "WQ", "IN", "P"} {
+		if err := js.DeleteStream(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, time.Minute, "the bucket to empty", func() bool {
+		_, files := segFiles(t, bucketDir)
+		return files == 0
+	})
 }
