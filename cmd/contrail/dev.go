@@ -24,6 +24,7 @@ type devFlags struct {
 	httpAddr, natsAddr, monitorAddr, dataDir, logLevel string
 	clusterAddr                                        string
 	nodes                                              int
+	tierSegment, tierLocal                             string
 }
 
 func parseDevFlags(args []string, stderr io.Writer) (*devFlags, error) {
@@ -37,6 +38,8 @@ func parseDevFlags(args []string, stderr io.Writer) (*devFlags, error) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.IntVar(&f.nodes, "nodes", 1, "data-plane nodes: 1, or 3 to 5 for a local cluster (then --nats-addr, --monitor-addr and --cluster-addr are the first node's, the others take the next ports, or give one address per node, comma-separated)")
 	fs.StringVar(&f.clusterAddr, "cluster-addr", "127.0.0.1:6222", "with --nodes > 1: the first node's cluster port (host:port)")
+	fs.StringVar(&f.tierSegment, "tier-segment-bytes", "", "target size of a tiered segment (the node tiers to <data-dir>/tier), e.g. 64MiB")
+	fs.StringVar(&f.tierLocal, "tier-local-bytes", "", "the node's budget for local message bytes before tiering (default: none)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -80,7 +83,19 @@ func (f *devFlags) nodeOptions(cp *controlplane.ControlPlane) (*config.Options, 
 	if err != nil {
 		return nil, err
 	}
-	opts.JetStream = &config.JetStreamOptions{Enabled: true, Tier: &config.TierOptions{URL: "file://" + tierDir}}
+	to := &config.TierOptions{URL: "file://" + tierDir}
+	for _, sz := range []struct {
+		name, v string
+		dst     *int64
+	}{{"tier-segment-bytes", f.tierSegment, &to.SegmentBytes}, {"tier-local-bytes", f.tierLocal, &to.LocalBytes}} {
+		if sz.v == "" {
+			continue
+		}
+		if *sz.dst, err = config.ParseSize(sz.v); err != nil {
+			return nil, fmt.Errorf("--%s: %w", sz.name, err)
+		}
+	}
+	opts.JetStream = &config.JetStreamOptions{Enabled: true, Tier: to}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
