@@ -133,7 +133,7 @@ func coldTierScenario(t *testing.T, start func(dir string) *node, bucketDir stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}}); err != nil {
 		t.Fatal(err)
@@ -153,8 +153,13 @@ func coldTierScenario(t *testing.T, start func(dir string) *node, bucketDir stri
 	}
 	<-js.PublishAsyncComplete()
 	t.Logf("published %d MiB in %v", total>>20, time.Since(began).Round(time.Millisecond))
+	// A race-built node moves segments several times slower.
+	within := time.Minute
+	if raceEnabled() {
+		within = 4 * time.Minute
+	}
 	var jz tierJsz
-	waitFor(t, time.Minute, "tiering to bring local bytes within the budget", func() bool {
+	waitFor(t, within, "tiering to bring local bytes within the budget", func() bool {
 		jz = tierJsz{}
 		getJSON(t, n1.MonURL+"/jsz", &jz)
 		return jz.Tier != nil && jz.Tier.LocalBytes <= 4<<20 && jz.Tier.ColdBytes >= 30<<20
@@ -238,7 +243,7 @@ func coldTierScenario(t *testing.T, start func(dir string) *node, bucketDir stri
 	}(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "the bucket to empty after the purge", func() bool {
+	waitFor(t, within, "the bucket to empty after the purge", func() bool {
 		_, files := segFiles(t, bucketDir)
 		return files == 0
 	})

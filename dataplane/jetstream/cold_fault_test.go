@@ -3,6 +3,7 @@ package jetstream
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/hashicorp/raft"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
 	"github.com/contrail/contrail/dataplane/store"
@@ -235,8 +237,6 @@ func TestColdTierCrashPoints(t *testing.T) {
 		_ = st.PendingObjects(0, 1<<partitionShift, func(store.PendingObject) error { n++; return nil })
 		return n == 0
 	})
-	e.file.onCommit = nil
-	fst.after = nil
 	closeAll()
 	t.Logf("%d crash images", len(images))
 	for _, img := range images {
@@ -299,4 +299,74 @@ func checkColdImage(t *testing.T, img coldImage, size int) {
 	if len(named) != len(listObjects(t, dir)) {
 		t.Errorf("%s: manifest names %d objects, the bucket holds %d", img.what, len(named), len(listObjects(t, dir)))
 	}
+}
+
+// TestColdTierReplicated: in a three-node cluster the partition leader
+// tiers an R3 stream through the partition's apply path, so every
+// replica holds the same manifest and stubs; after the leader stops, the
+// new one reads cold messages from the same objects, and its deleter
+// empties the bucket after a purge.
+func TestColdTierReplicated(t *testing.T) {
+	dir, err := tier.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := newFakeAccount("A")
+	fss := []vfs.FS{vfs.NewMem(), vfs.NewMem(), vfs.NewMem()}
+	const size, segment, budget = 1000, 16 << 10, 48 << 10
+	nodes := startTestClusterOn(t, fss, 2, acc, func(o *Options, _ *raft.Config) {
+		if o != nil {
+			withTier(dir, segment, budget)(o)
+		}
+	})
+	waitClusterReady(t, nodes)
+	var resp api.StreamCreateResponse
+	acc.apiCall(t, "$JS.API.STREAM.CREATE.R", api.StreamConfig{Name: "R", Subjects: []string{"r"}, Replicas: 3, Storage: api.FileStorage}, &resp)
+	if resp.Error != nil {
+		t.Fatal(resp.Error)
+	}
+	asg := waitAssigned(t, nodes, "A", "R")
+	const n = 200
+	for i := 1; i <= n; i++ {
+		hdr := []byte(fmt.Sprintf("NATS/1.0\r\nNats-Msg-Id: id-%d\r\n\r\n", i))
+		for try := 0; ; try++ {
+			b, ok := acc.tryRequest("r", hdr, coldPayload(i, size), 2*time.Second)
+			var ack api.PubAckResponse
+			if ok && len(b) > 0 && json.Unmarshal(b, &ack) == nil && ack.Error == nil {
+				break
+			}
+			if try == 10 {
+				t.Fatalf("publish %d never acknowledged", i)
+			}
+		}
+	}
+	lead := leaderOf(nodes, asg.group())
+	waitForCond(t, "the leader to tier", func() bool {
+		ts := lead.e.TierStatus()
+		return ts.Segments > 2 && ts.LocalBytes <= budget
+	})
+	id := lead.e.account("A").lookup("R").id
+	waitForCond(t, "replicas identical", func() bool {
+		d := streamDigest(t, nodes[0].st, id)
+		return bytes.Equal(d, streamDigest(t, nodes[1].st, id)) && bytes.Equal(d, streamDigest(t, nodes[2].st, id))
+	})
+	lead.stop()
+	var next *testNode
+	waitForCond(t, "a new leader", func() bool {
+		next = leaderOf(nodes, asg.group())
+		return next != nil && next != lead
+	})
+	for seq := uint64(1); seq <= n; seq++ {
+		var r api.MsgGetResponse
+		acc.apiCall(t, "$JS.API.STREAM.MSG.GET.R", api.MsgGetRequest{Seq: seq}, &r)
+		if r.Error != nil || r.Message == nil || !bytes.Equal(r.Message.Data, coldPayload(int(seq), size)) {
+			t.Fatalf("seq %d on the new leader: %+v", seq, r.Error)
+		}
+	}
+	var pr api.StreamPurgeResponse
+	acc.apiCall(t, "$JS.API.STREAM.PURGE.R", api.StreamPurgeRequest{}, &pr)
+	if pr.Error != nil {
+		t.Fatal(pr.Error)
+	}
+	waitForCond(t, "the bucket to empty", func() bool { return len(listObjects(t, dir)) == 0 })
 }

@@ -107,6 +107,8 @@ type tiering struct {
 		local    uint64          // local message bytes at the last pass; guarded by mu
 	}
 	gcDue atomic.Bool
+	// compacting holds tiered ranges not compacted yet; mover goroutine only.
+	compacting map[*stream]*pendingCompaction
 
 	uploads, uploadBytes, uploadErrors atomic.Int64
 	deletes, deleteErrors              atomic.Int64
@@ -121,6 +123,7 @@ func newTiering(e *Engine, o TierOptions) *tiering {
 	t.house = newStream(e, e.file, 0, &api.StreamConfig{Name: "$TIER"}, time.Time{})
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.mu.inflight = map[string]bool{}
+	t.compacting = map[*stream]*pendingCompaction{}
 	t.gcDue.Store(true) // intents a crash left are cleaned up at start
 	return t
 }
@@ -191,6 +194,14 @@ func (t *tiering) close() {
 	<-t.done
 }
 
+// leads reports whether ap is an apply path of this node: the node's own
+// (R1 streams), or a partition's of the term this node leads it in. Only
+// there may the mover seal and commit: a replicated stream's manifest
+// changes as an entry of its partition, which every replica commits.
+func (t *tiering) leads(ap *applier) bool {
+	return ap == t.e.file || ap.group != nil && !ap.lost.Load()
+}
+
 // candidates lists the node's attached file streams with their local
 // (hot) bytes, and the node's total.
 func (t *tiering) candidates() (list []*stream, hot []uint64, total uint64) {
@@ -208,7 +219,7 @@ func (t *tiering) candidatesOf() (list []*stream, hot []uint64, accts []string, 
 	t.e.mu.Unlock()
 	for _, a := range accounts {
 		for _, s := range a.sortedStreams() {
-			if s.ap != t.e.file {
+			if !t.leads(s.ap) {
 				continue
 			}
 			s.mu.Lock()
@@ -262,6 +273,7 @@ func (t *tiering) move() error {
 			}
 		}
 		if pick == nil {
+			t.compactAll()
 			return nil
 		}
 		n, err := t.seal(pick, budget > 0)
@@ -269,6 +281,7 @@ func (t *tiering) move() error {
 			return err
 		}
 		if n == 0 {
+			t.compactAll()
 			return nil // nothing sealable yet (not durable, or one message)
 		}
 	}
@@ -353,20 +366,78 @@ func (t *tiering) seal(s *stream, underBudget bool) (int, error) {
 	t.uploadBytes.Add(int64(len(built.Object)))
 	t.e.log.Info("tier: uploaded segment", "stream", name, "first", first, "last", lastSeq, "msgs", len(metas),
 		"bytes", len(built.Object), "key", key, "took", time.Since(start).Round(time.Millisecond))
-	// Stubs replaced the bodies; their space comes back when the range
-	// is compacted, not when the batch commits.
-	if err := s.ap.st.CompactMsgs(s.id, first, lastSeq); err != nil {
-		t.e.log.Warn("tier: compaction after upload failed", "stream", name, "err", err)
-	}
+	t.compactLater(s, first, lastSeq, int64(len(built.Object)))
 	return len(metas), nil
+}
+
+// pendingCompaction is a stream's tiered range whose replaced bodies
+// still take disk space: it comes back when the range is compacted, not
+// when the batch commits. Mover goroutine only.
+type pendingCompaction struct {
+	s           *stream
+	first, last uint64
+	bytes       int64
+}
+
+// compactLater notes a tiered range and compacts once a budget's worth
+// (or a segment's, without a budget) has accumulated, so the data
+// directory stays near the budget without a compaction per segment.
+func (t *tiering) compactLater(s *stream, first, last uint64, n int64) {
+	pc := t.compacting[s]
+	if pc == nil {
+		pc = &pendingCompaction{s: s, first: first}
+		t.compacting[s] = pc
+	}
+	pc.last, pc.bytes = last, pc.bytes+n
+	if pc.bytes >= max(t.opts.LocalBytes/2, t.opts.SegmentBytes) {
+		t.compactNow(pc)
+	}
+}
+
+// compactAll compacts every noted range: the mover has nothing more to
+// move for now.
+func (t *tiering) compactAll() {
+	for _, pc := range t.compacting {
+		t.compactNow(pc)
+	}
+}
+
+func (t *tiering) compactNow(pc *pendingCompaction) {
+	delete(t.compacting, pc.s)
+	if err := pc.s.ap.st.CompactMsgs(pc.s.id, pc.first, pc.last); err != nil {
+		t.e.log.Warn("tier: compaction after upload failed", "stream", pc.s.id, "err", err)
+	}
 }
 
 // collect deletes the objects pending records name, except uploads in
 // progress, and then the records. Deletes are idempotent, so a crash
 // between the two only repeats one.
 func (t *tiering) collect() error {
+	type scope struct {
+		ap     *applier
+		lo, hi uint64
+	}
+	scopes := []scope{{t.e.file, 0, 1 << partitionShift}}
+	if c := t.e.cl; c != nil {
+		c.mu.Lock()
+		for g, ap := range c.mu.parts {
+			scopes = append(scopes, scope{ap, uint64(g) << partitionShift, uint64(g+1) << partitionShift})
+		}
+		c.mu.Unlock()
+	}
+	for _, sc := range scopes {
+		if err := t.collectIn(sc.ap, sc.lo, sc.hi); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// collectIn is collect for the streams with ids in [lo, hi), whose
+// apply path is ap.
+func (t *tiering) collectIn(ap *applier, lo, hi uint64) error {
 	var todo []store.PendingObject
-	err := t.e.opts.Store.PendingObjects(0, 1<<partitionShift, func(p store.PendingObject) error {
+	err := t.e.opts.Store.PendingObjects(lo, hi, func(p store.PendingObject) error {
 		todo = append(todo, p)
 		return nil
 	})
@@ -388,7 +459,7 @@ func (t *tiering) collect() error {
 			return err
 		}
 		t.cache.Forget(p.Key)
-		if r := t.e.file.apply(&proposal{s: t.house, kind: propColdForget, seq: p.Stream, coldKey: p.Key}); r.err != nil {
+		if r := ap.apply(&proposal{s: t.house, kind: propColdForget, seq: p.Stream, coldKey: p.Key}); r.err != nil {
 			return r.err
 		}
 		t.deletes.Add(1)
