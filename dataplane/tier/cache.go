@@ -107,6 +107,9 @@ func (c *Cache) Used() int64 {
 // the segment does not hold is ErrNotFound; an object that is missing,
 // short or fails a checksum is an error, never other bytes.
 func (c *Cache) Read(ctx context.Context, ref Ref, seq uint64) (Record, error) {
+	if r, ok, err := c.readCached(ref, seq); ok {
+		return r, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	x, err := c.index(ctx, ref)
@@ -122,6 +125,42 @@ func (c *Cache) Read(ctx context.Context, ref Ref, seq uint64) (Record, error) {
 		return Record{}, err
 	}
 	return DecodeRecord(b, e)
+}
+
+// readCached answers from the cache alone when the segment's index and
+// the record's block are both held: the path of a reader that read-ahead
+// keeps ahead of. ok false sends the caller to the loading path.
+func (c *Cache) readCached(ref Ref, seq uint64) (Record, bool, error) {
+	c.mu.Lock()
+	xe, ok := c.mu.entries[ckey{ref.Key, -1}]
+	if !ok {
+		c.mu.Unlock()
+		return Record{}, false, nil
+	}
+	x := xe.Value.(*centry).val.(*Index)
+	e, found := x.Find(seq)
+	if !found {
+		c.mu.Unlock()
+		return Record{}, true, fmt.Errorf("tier: %s holds no message %d: %w", ref.Key, seq, ErrNotFound)
+	}
+	be, ok := c.mu.entries[ckey{ref.Key, e.Block}]
+	if !ok {
+		c.mu.Unlock()
+		return Record{}, false, nil
+	}
+	c.mu.lru.MoveToFront(xe)
+	c.mu.lru.MoveToFront(be)
+	b := be.Value.(*centry).val.([]byte)
+	c.mu.Unlock()
+	c.Hits.Add(1)
+	if e.Off == 0 && c.opts.ReadAhead > 0 {
+		// Entering a block: keep the next ones coming.
+		for j := e.Block + 1; j <= e.Block+c.opts.ReadAhead && j < len(x.Blocks); j++ {
+			c.prefetch(ref, x, j)
+		}
+	}
+	r, err := DecodeRecord(b, e)
+	return r, true, err
 }
 
 func (c *Cache) index(ctx context.Context, ref Ref) (*Index, error) {
@@ -160,15 +199,35 @@ func (c *Cache) block(ctx context.Context, ref Ref, x *Index, i int, readAhead b
 	if err != nil {
 		return nil, err
 	}
-	// A miss on a block whose predecessor is cached (or on the first)
-	// looks like a sequential reader: fetch the next blocks before it
-	// asks.
-	if readAhead && missed && c.opts.ReadAhead > 0 && (i == 0 || c.has(ckey{ref.Key, i - 1})) {
+	// A reader of a block whose predecessor is cached (or of the first)
+	// looks sequential: keep the next blocks coming before it asks.
+	if readAhead && c.opts.ReadAhead > 0 && (i == 0 || !missed || c.has(ckey{ref.Key, i - 1})) {
 		for j := i + 1; j <= i+c.opts.ReadAhead && j < len(x.Blocks); j++ {
 			c.prefetch(ref, x, j)
 		}
 	}
 	return v.([]byte), nil
+}
+
+// Prefetch loads a segment's index and first block in the background:
+// a sequential reader nearing the end of one segment asks for the next.
+func (c *Cache) Prefetch(ref Ref) {
+	if c.opts.ReadAhead < 0 || c.has(ckey{ref.Key, 0}) {
+		return
+	}
+	select {
+	case c.ahead <- struct{}{}:
+	default:
+		return
+	}
+	go func() {
+		defer func() { <-c.ahead }()
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
+		defer cancel()
+		if x, err := c.index(ctx, ref); err == nil && len(x.Blocks) > 0 {
+			_, _ = c.block(ctx, ref, x, 0, false)
+		}
+	}()
 }
 
 func (c *Cache) prefetch(ref Ref, x *Index, i int) {
@@ -188,10 +247,14 @@ func (c *Cache) prefetch(ref Ref, x *Index, i int) {
 	}()
 }
 
+// has reports whether k is cached or being loaded.
 func (c *Cache) has(k ckey) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, ok := c.mu.entries[k]
+	if !ok {
+		_, ok = c.mu.inflight[k]
+	}
 	return ok
 }
 

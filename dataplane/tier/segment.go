@@ -270,7 +270,9 @@ func (x *Index) VerifyBlock(i int, b []byte) error {
 	return nil
 }
 
-// DecodeRecord reads e's record out of its verified block.
+// DecodeRecord reads e's record out of its verified block. Header and
+// Data alias the block, which the cache never modifies: callers must not
+// modify them either.
 func DecodeRecord(block []byte, e Entry) (Record, error) {
 	if e.Off < 0 || e.Off+e.Len > len(block) {
 		return Record{}, fmt.Errorf("%w: record %d outside its block", ErrCorrupt, e.Seq)
@@ -278,8 +280,8 @@ func DecodeRecord(block []byte, e Entry) (Record, error) {
 	d := decoder{p: block[e.Off : e.Off+e.Len]}
 	r := Record{Seq: d.u64(), Time: int64(d.u64()), TTL: d.varint()}
 	r.Subject = string(d.field())
-	r.Header = cloneOrNil(d.field())
-	r.Data = cloneOrNil(d.field())
+	r.Header = nonEmpty(d.field())
+	r.Data = nonEmpty(d.field())
 	if d.err != nil || len(d.p) != 0 || r.Seq != e.Seq || r.Subject != e.Subject {
 		return Record{}, fmt.Errorf("%w: record %d", ErrCorrupt, e.Seq)
 	}
@@ -311,11 +313,11 @@ func ParseHeader(b []byte) (SegmentHeader, error) {
 	return h, nil
 }
 
-func cloneOrNil(b []byte) []byte {
+func nonEmpty(b []byte) []byte {
 	if len(b) == 0 {
 		return nil
 	}
-	return append([]byte(nil), b...)
+	return b[:len(b):len(b)]
 }
 
 type decoder struct {
