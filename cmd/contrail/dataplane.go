@@ -444,8 +444,8 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 	if t := jsOpts.Tier; t != nil && t.LocalBytes > 0 {
 		// Bodies tiering replaced stay in the WAL until their memtable
 		// flushes: memtables sized to the local budget keep the data
-		// directory near it.
-		so.MemTableSize = uint64(min(max(t.LocalBytes/4, 1<<20), 32<<20))
+		// directory near it (below 4 MiB, flushes would stall writes).
+		so.MemTableSize = uint64(min(max(t.LocalBytes, 4<<20), 32<<20))
 	}
 	file, err := store.Open(so)
 	if err != nil {

@@ -38,6 +38,9 @@ const (
 	propColdIntent
 	propColdCommit
 	propColdForget
+	// propColdRewrite replaces the object of segment cold (coldKey, the
+	// old one) by a rewritten one.
+	propColdRewrite
 )
 
 // proposal is one change to one stream, on its way through the apply path.

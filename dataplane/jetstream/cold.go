@@ -27,6 +27,11 @@ import (
 // without the stream's lock; the live counts change under s.mu.
 type coldSeg struct {
 	seg store.Segment
+	// erase is set (under s.mu) when a message of the segment was
+	// deleted with erase: the mover rewrites the segment without it.
+	// Kept in memory only; a restart forgets it, and the body stays in
+	// the object until the segment is rewritten or dropped.
+	erase bool
 }
 
 func (c *coldSeg) ref() tier.Ref {
@@ -73,12 +78,12 @@ func (s *stream) loadCold(rd *store.Recovery) error {
 }
 
 // segmentFor finds the published segment holding seq.
-func segmentFor(segs []*coldSeg, seq uint64) *coldSeg {
+func segmentFor(segs []*coldSeg, seq uint64) (int, *coldSeg) {
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].seg.Last >= seq })
 	if i < len(segs) && segs[i].seg.First <= seq {
-		return segs[i]
+		return i, segs[i]
 	}
-	return nil
+	return -1, nil
 }
 
 func (s *stream) segmentLocked(seq uint64) (int, *coldSeg) {
@@ -131,6 +136,75 @@ func (s *stream) coldPurgedLocked(ap *applier) {
 	}
 	s.mu.cold.segs, s.mu.cold.msgs, s.mu.cold.bytes = nil, 0, 0
 	s.publishColdLocked()
+}
+
+// markEraseLocked asks for seq's segment to be rewritten: its message
+// was deleted with erase (MSG.DELETE without no_erase).
+func (s *stream) markEraseLocked(seq uint64) {
+	if _, cs := s.segmentLocked(seq); cs != nil {
+		cs.erase = true
+	}
+}
+
+// rewriteWantedLocked returns a segment to rewrite: one a message was
+// erased from, or one less than half live (its object mostly holds
+// deleted messages).
+func (s *stream) rewriteWantedLocked() *coldSeg {
+	for _, cs := range s.mu.cold.segs {
+		if cs.seg.Live > 0 && (cs.erase || cs.seg.Live*2 < cs.seg.Msgs) {
+			return cs
+		}
+	}
+	return nil
+}
+
+// rewriteColdLocked applies a segment rewrite: the new object (sl)
+// holds the live messages of the segment whose object was oldKey, over
+// the same range. It replaces the manifest entry and queues the old
+// object for deletion; the stubs stay, since they name no object. If the
+// segment changed meanwhile (dropped, rewritten) or holds a message the
+// new object lacks, the new object is the garbage instead.
+func (s *stream) rewriteColdLocked(sl *sealed, oldKey string, ap *applier) error {
+	seg := sl.seg
+	i, cs := s.segmentLocked(seg.First)
+	garbage := func(key string) {
+		ap.batch.PutPendingObject(store.PendingObject{Stream: s.id, Key: key, Garbage: true, Time: s.e.opts.Now().UnixNano()})
+		ap.garbage = true
+	}
+	if cs == nil || cs.seg.Key != oldKey || cs.seg.First != seg.First || cs.seg.Last != seg.Last {
+		garbage(seg.Key)
+		return nil
+	}
+	if err := ap.visible(); err != nil {
+		return err
+	}
+	have := make(map[uint64]uint64, len(sl.msgs))
+	for i := range sl.msgs {
+		have[sl.msgs[i].Seq] = storedSize(&sl.msgs[i])
+	}
+	seg.Live, seg.LiveBytes = 0, 0
+	ok := true
+	if err := ap.rd.MsgSeqs(s.id, seg.First, seg.Last+1, func(seq uint64) bool {
+		size, in := have[seq]
+		ok = ok && in
+		seg.Live++
+		seg.LiveBytes += size
+		return ok
+	}); err != nil {
+		return err
+	}
+	if !ok || seg.Live == 0 {
+		garbage(seg.Key)
+		return nil
+	}
+	s.mu.cold.msgs += seg.Live - cs.seg.Live
+	s.mu.cold.bytes += seg.LiveBytes - cs.seg.LiveBytes
+	ap.batch.PutSegment(s.id, &seg)
+	ap.batch.ForgetObject(s.id, seg.Key)
+	garbage(oldKey)
+	s.mu.cold.segs[i] = &coldSeg{seg: seg}
+	s.publishColdLocked()
+	return nil
 }
 
 // sealed is a segment uploaded and waiting for its commit: the manifest
@@ -218,9 +292,13 @@ func (s *stream) hydrate(ctx context.Context, m *store.Message) error {
 	if p := s.mu.cold.published.Load(); p != nil {
 		segs = *p
 	}
-	cs := segmentFor(segs, m.Seq)
+	i, cs := segmentFor(segs, m.Seq)
 	if cs == nil || t == nil {
 		return fmt.Errorf("stream %d message %d: %w", s.id, m.Seq, store.ErrNotFound)
+	}
+	if i+1 < len(segs) && m.Seq-cs.seg.First >= (cs.seg.Last-cs.seg.First)/2 {
+		// A sequential reader gets the next segment's start ready.
+		t.cache.Prefetch(segs[i+1].ref())
 	}
 	rec, err := t.cache.Read(ctx, cs.ref(), m.Seq)
 	if err != nil {

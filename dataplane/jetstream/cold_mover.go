@@ -111,6 +111,7 @@ type tiering struct {
 	compacting map[*stream]*pendingCompaction
 
 	uploads, uploadBytes, uploadErrors atomic.Int64
+	rewrites                           atomic.Int64
 	deletes, deleteErrors              atomic.Int64
 	coldReads, coldReadErrors          atomic.Int64
 }
@@ -264,6 +265,12 @@ func (t *tiering) move() error {
 		}
 		active := t.mu.active
 		t.mu.Unlock()
+		if did, err := t.rewrite(list); err != nil || did {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		var pick *stream
 		var best uint64
 		for i, s := range list {
@@ -327,9 +334,29 @@ func (t *tiering) seal(s *stream, underBudget bool) (int, error) {
 		return 0, nil
 	}
 	first, lastSeq := floor, recs[len(recs)-1].Seq
+	seg, err := t.upload(s, name, first, lastSeq, bytes, recs, metas)
+	if err != nil {
+		return 0, err
+	}
+	if r := s.ap.apply(&proposal{s: s, kind: propColdCommit, cold: &sealed{seg: seg, msgs: metas}}); r.err != nil {
+		t.gcDue.Store(true)
+		return 0, r.err
+	}
+	t.uploads.Add(1)
+	t.uploadBytes.Add(seg.Size)
+	t.e.log.Info("tier: uploaded segment", "stream", name, "first", first, "last", lastSeq, "msgs", len(metas),
+		"bytes", seg.Size, "key", seg.Key)
+	t.compactLater(s, first, lastSeq, seg.Size)
+	return len(metas), nil
+}
+
+// upload records the intent for a new object of s covering [first,
+// last], builds the segment and puts it. The caller commits it; until
+// then the intent names the object for the deleter.
+func (t *tiering) upload(s *stream, name string, first, last, bytes uint64, recs []tier.Record, metas []store.Message) (store.Segment, error) {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	key := tier.SegmentKey(t.opts.Node, s.id, s.created.UnixNano(), first, lastSeq, hex.EncodeToString(id[:]))
+	key := tier.SegmentKey(t.opts.Node, s.id, s.created.UnixNano(), first, last, hex.EncodeToString(id[:]))
 	t.mu.Lock()
 	t.mu.inflight[key] = true
 	t.mu.Unlock()
@@ -339,35 +366,81 @@ func (t *tiering) seal(s *stream, underBudget bool) (int, error) {
 		t.mu.Unlock()
 	}()
 	if r := s.ap.apply(&proposal{s: s, kind: propColdIntent, coldKey: key}); r.err != nil {
-		return 0, r.err
+		return store.Segment{}, r.err
 	}
-	start := time.Now()
 	built, err := tier.Build(tier.SegmentHeader{Stream: s.id, Incarnation: s.created.UnixNano(), Name: name,
-		First: first, Last: lastSeq, Bytes: bytes}, recs, int(t.opts.BlockBytes))
+		First: first, Last: last, Bytes: bytes}, recs, int(t.opts.BlockBytes))
 	if err != nil {
-		return 0, err
+		return store.Segment{}, err
 	}
-	recs = nil
 	ctx, cancel := context.WithTimeout(t.ctx, t.opts.UploadTimeout)
 	err = t.st.Put(ctx, key, built.Object)
 	cancel()
 	if err != nil {
 		t.uploadErrors.Add(1)
 		t.gcDue.Store(true) // the intent names what may be in the store
-		return 0, err
+		return store.Segment{}, err
 	}
-	seg := store.Segment{First: first, Last: lastSeq, Key: key, Size: int64(len(built.Object)), IndexOff: built.IndexOff,
-		Msgs: uint64(len(metas)), Bytes: bytes, MinTime: metas[0].Time, MaxTime: metas[len(metas)-1].Time}
-	if r := s.ap.apply(&proposal{s: s, kind: propColdCommit, cold: &sealed{seg: seg, msgs: metas}}); r.err != nil {
-		t.gcDue.Store(true)
-		return 0, r.err
+	return store.Segment{First: first, Last: last, Key: key, Size: int64(len(built.Object)), IndexOff: built.IndexOff,
+		Msgs: uint64(len(metas)), Bytes: bytes, MinTime: metas[0].Time, MaxTime: metas[len(metas)-1].Time}, nil
+}
+
+// rewrite replaces a segment whose object mostly holds deleted messages
+// (or one an erased message was in) by one holding only its live
+// messages, read back through the cache. It returns whether it did.
+func (t *tiering) rewrite(list []*stream) (bool, error) {
+	for _, s := range list {
+		s.mu.Lock()
+		cs := s.rewriteWantedLocked()
+		var old store.Segment
+		if cs != nil {
+			old = cs.seg
+			cs.erase = false // asked again only by a later erase
+		}
+		name := s.mu.cfg.Name
+		s.mu.Unlock()
+		if cs == nil {
+			continue
+		}
+		var stubs []store.Message
+		if err := s.ap.st.ScanMsgs(s.id, old.First, old.Last+1, func(m *store.Message) error {
+			stubs = append(stubs, store.Message{Seq: m.Seq, Subject: m.Subject, Time: m.Time, TTL: m.TTL, Cold: m.Cold, HdrLen: m.HdrLen, DataLen: m.DataLen})
+			return nil
+		}); err != nil {
+			return false, err
+		}
+		var recs []tier.Record
+		var metas []store.Message
+		var bytes uint64
+		for _, m := range stubs {
+			meta := m
+			if err := s.hydrate(t.ctx, &m); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					continue // the segment went meanwhile
+				}
+				return false, err
+			}
+			recs = append(recs, tier.Record{Seq: m.Seq, Time: m.Time, TTL: m.TTL, Subject: m.Subject, Header: m.Header, Data: m.Data})
+			metas = append(metas, meta)
+			bytes += storedSize(&meta)
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		seg, err := t.upload(s, name, old.First, old.Last, bytes, recs, metas)
+		if err != nil {
+			return false, err
+		}
+		if r := s.ap.apply(&proposal{s: s, kind: propColdRewrite, coldKey: old.Key, cold: &sealed{seg: seg, msgs: metas}}); r.err != nil {
+			t.gcDue.Store(true)
+			return false, r.err
+		}
+		t.rewrites.Add(1)
+		t.e.log.Info("tier: rewrote segment", "stream", name, "first", old.First, "last", old.Last,
+			"live", len(metas), "of", old.Msgs, "key", seg.Key, "old_key", old.Key)
+		return true, nil
 	}
-	t.uploads.Add(1)
-	t.uploadBytes.Add(int64(len(built.Object)))
-	t.e.log.Info("tier: uploaded segment", "stream", name, "first", first, "last", lastSeq, "msgs", len(metas),
-		"bytes", len(built.Object), "key", key, "took", time.Since(start).Round(time.Millisecond))
-	t.compactLater(s, first, lastSeq, int64(len(built.Object)))
-	return len(metas), nil
+	return false, nil
 }
 
 // pendingCompaction is a stream's tiered range whose replaced bodies
@@ -380,8 +453,9 @@ type pendingCompaction struct {
 }
 
 // compactLater notes a tiered range and compacts once a budget's worth
-// (or a segment's, without a budget) has accumulated, so the data
-// directory stays near the budget without a compaction per segment.
+// (at least four segments') has accumulated: the data directory stays
+// within a few budgets, and forced compactions, which cost the most CPU
+// of all tiering does, stay rare.
 func (t *tiering) compactLater(s *stream, first, last uint64, n int64) {
 	pc := t.compacting[s]
 	if pc == nil {
@@ -389,7 +463,7 @@ func (t *tiering) compactLater(s *stream, first, last uint64, n int64) {
 		t.compacting[s] = pc
 	}
 	pc.last, pc.bytes = last, pc.bytes+n
-	if pc.bytes >= max(t.opts.LocalBytes/2, t.opts.SegmentBytes) {
+	if pc.bytes >= max(t.opts.LocalBytes, 4*t.opts.SegmentBytes) {
 		t.compactNow(pc)
 	}
 }

@@ -53,6 +53,9 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		r = s.storeMsgLocked(p, ap)
 	case propDelete:
 		r = s.deleteMsgLocked(p.seq, ap)
+		if p.erase && r.err == nil {
+			s.markEraseLocked(p.seq)
+		}
 	case propPurge:
 		r = s.purgeLocked(p.purge, 0, ap)
 	case propExpire:
@@ -77,6 +80,8 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		ap.batch.PutPendingObject(store.PendingObject{Stream: s.id, Key: p.coldKey, Time: s.e.opts.Now().UnixNano()})
 	case propColdCommit:
 		r.err = s.commitColdLocked(p.cold, ap)
+	case propColdRewrite:
+		r.err = s.rewriteColdLocked(p.cold, p.coldKey, ap)
 	}
 	if s.mu.dirty {
 		ap.markDirty(s)
