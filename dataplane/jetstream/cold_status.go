@@ -24,6 +24,7 @@ type TierStatus struct {
 	Uploads        int64              `json:"uploads"`
 	UploadBytes    int64              `json:"upload_bytes"`
 	UploadErrors   int64              `json:"upload_errors"`
+	Rewrites       int64              `json:"rewrites"`
 	Deletes        int64              `json:"deletes"`
 	DeleteErrors   int64              `json:"delete_errors"`
 	ColdReads      int64              `json:"cold_reads"`
@@ -54,7 +55,7 @@ func (e *Engine) TierStatus() *TierStatus {
 	ts := &TierStatus{URL: t.opts.URL, SegmentBytes: t.opts.SegmentBytes, LocalBudget: t.opts.LocalBytes,
 		CacheBytes: t.cache.Used(), CacheMax: t.opts.CacheBytes,
 		CacheHits: t.cache.Hits.Load(), CacheMisses: t.cache.Misses.Load(), Gets: t.cache.Gets.Load(), GetBytes: t.cache.GetBytes.Load(),
-		Uploads: t.uploads.Load(), UploadBytes: t.uploadBytes.Load(), UploadErrors: t.uploadErrors.Load(),
+		Uploads: t.uploads.Load(), UploadBytes: t.uploadBytes.Load(), UploadErrors: t.uploadErrors.Load(), Rewrites: t.rewrites.Load(),
 		Deletes: t.deletes.Load(), DeleteErrors: t.deleteErrors.Load(),
 		ColdReads: t.coldReads.Load(), ColdReadErrors: t.coldReadErrors.Load()}
 	if ts.URL == "" {

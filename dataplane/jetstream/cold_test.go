@@ -106,6 +106,17 @@ func TestColdTierLocalDir(t *testing.T) {
 	if r := getMsg(t, acc, "C", 2); r.Error == nil || r.Error.ErrCode != 10037 {
 		t.Fatalf("deleted cold message: %+v", r)
 	}
+	// The delete erased: the segment is rewritten without the message,
+	// and the old object goes.
+	waitForCond(t, "the erased message's segment rewritten", func() bool {
+		ts := e.TierStatus()
+		return ts.Rewrites == 1 && len(listObjects(t, os)) == ts.Segments
+	})
+	for _, seq := range []uint64{1, 3, 60} {
+		if r := getMsg(t, acc, "C", seq); r.Error != nil || !bytes.Equal(r.Message.Data, coldPayload(int(seq), size)) {
+			t.Fatalf("seq %d after the rewrite: %+v", seq, r.Error)
+		}
+	}
 	var pr api.StreamPurgeResponse
 	acc.apiCall(t, "$JS.API.STREAM.PURGE.C", api.StreamPurgeRequest{Subject: "c.3"}, &pr)
 	if pr.Error != nil || pr.Purged != uint64((n+7-3)/7) {

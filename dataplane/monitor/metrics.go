@@ -55,6 +55,7 @@ func writeTierMetrics(w io.Writer, ts *jetstream.TierStatus) {
 		{"contrail_tier_uploads_total", "counter", "Segments uploaded and committed.", float64(ts.Uploads)},
 		{"contrail_tier_upload_bytes_total", "counter", "Bytes of segments uploaded and committed.", float64(ts.UploadBytes)},
 		{"contrail_tier_upload_errors_total", "counter", "Failed segment uploads.", float64(ts.UploadErrors)},
+		{"contrail_tier_rewrites_total", "counter", "Segments rewritten without their deleted messages.", float64(ts.Rewrites)},
 		{"contrail_tier_deletes_total", "counter", "Objects deleted (dropped segments, abandoned uploads).", float64(ts.Deletes)},
 		{"contrail_tier_delete_errors_total", "counter", "Failed object deletes (retried).", float64(ts.DeleteErrors)},
 		{"contrail_tier_cold_reads_total", "counter", "Message bodies read from segments.", float64(ts.ColdReads)},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Dir is the file:// backend: every object is a file under a root
@@ -24,6 +25,16 @@ func OpenDir(dir string) (*Dir, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("tier dir: %w", err)
 	}
+	// A put cut short by a crash leaves its temporary file; one an hour
+	// old belongs to no put in progress.
+	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && strings.HasPrefix(e.Name(), ".put-") {
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > time.Hour {
+				_ = os.Remove(p)
+			}
+		}
+		return nil
+	})
 	return &Dir{root: dir}, nil
 }
 
