@@ -459,8 +459,7 @@ func TestTierDev(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "D", Subjects: []string{"d"}})
-	if err != nil {
+	if _, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "D", Subjects: []string{"d"}}); err != nil {
 		t.Fatal(err)
 	}
 	const n, size = 400, 2 << 10
@@ -480,7 +479,8 @@ func TestTierDev(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err = js.Stream(ctx, "D"); err != nil {
+	s, err := js.Stream(ctx, "D")
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, seq := range []uint64{1, 2, 100, n} {
