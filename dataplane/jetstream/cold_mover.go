@@ -452,8 +452,8 @@ type pendingCompaction struct {
 	bytes       int64
 }
 
-// compactLater notes a tiered range and compacts once a budget's worth
-// (at least four segments') has accumulated: the data directory stays
+// compactLater notes a tiered range and compacts once half a budget's
+// worth (at least two segments') has accumulated: the data directory stays
 // within a few budgets, and forced compactions, which cost the most CPU
 // of all tiering does, stay rare.
 func (t *tiering) compactLater(s *stream, first, last uint64, n int64) {
@@ -463,7 +463,7 @@ func (t *tiering) compactLater(s *stream, first, last uint64, n int64) {
 		t.compacting[s] = pc
 	}
 	pc.last, pc.bytes = last, pc.bytes+n
-	if pc.bytes >= max(t.opts.LocalBytes, 4*t.opts.SegmentBytes) {
+	if pc.bytes >= max(t.opts.LocalBytes/2, 2*t.opts.SegmentBytes) {
 		t.compactNow(pc)
 	}
 }
