@@ -463,9 +463,16 @@ func (t *tiering) compactLater(s *stream, first, last uint64, n int64) {
 		t.compacting[s] = pc
 	}
 	pc.last, pc.bytes = last, pc.bytes+n
-	if pc.bytes >= max(t.opts.LocalBytes/2, 2*t.opts.SegmentBytes) {
-		t.compactNow(pc)
+	if pc.bytes < max(t.opts.LocalBytes/2, 2*t.opts.SegmentBytes) {
+		return
 	}
+	// Pebble's own compactions free most of it as they go; force one
+	// (over everything tiered since the last) only while the store takes
+	// more than three budgets on disk.
+	if u := s.ap.st.DiskUsage(); t.opts.LocalBytes > 0 && u > 0 && u <= 3*uint64(t.opts.LocalBytes) {
+		return
+	}
+	t.compactNow(pc)
 }
 
 // compactAll compacts every noted range: the mover has nothing more to

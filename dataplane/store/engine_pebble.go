@@ -323,6 +323,8 @@ func (p pebbleSnapshot) scan(lower, upper []byte, reverse bool, fn func(k, v []b
 
 func (p pebbleSnapshot) close() error { return p.s.Close() }
 
+func (e *pebbleEngine) diskUsage() uint64 { return e.db.Metrics().DiskSpaceUsage() }
+
 func (e *pebbleEngine) compact(start, end []byte) error {
 	return e.guard(func() error { return e.db.Compact(context.Background(), start, end, false) })
 }

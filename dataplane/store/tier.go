@@ -216,9 +216,24 @@ func (s *Store) PendingObjects(lo, hi uint64, fn func(PendingObject) error) erro
 }
 
 // compacter is an engine that can rewrite a key range to free the space
-// of what was deleted or overwritten in it (Pebble).
+// of what was deleted or overwritten in it, and say how much disk it
+// uses (Pebble).
 type compacter interface {
 	compact(start, end []byte) error
+	diskUsage() uint64
+}
+
+// DiskUsage is the bytes the engine's files take on disk (0 for the
+// memory engine).
+func (s *Store) DiskUsage() uint64 {
+	if err := s.life.acquire(); err != nil {
+		return 0
+	}
+	defer s.life.release()
+	if c, ok := s.eng.(compacter); ok {
+		return c.diskUsage()
+	}
+	return 0
 }
 
 // CompactMsgs asks the engine to rewrite the stream's message records in
