@@ -1,8 +1,9 @@
 # The project's commands. `make test` is what CI runs: it installs the
 # stock tools the tests drive (natscli, nats-server as a reference,
-# staticcheck, terraform for the provider's acceptance tests, curl and jq
-# for the README quick start, and chromium for the console's browser
-# tests) and then runs every check.
+# staticcheck, terraform for the provider's acceptance tests, versitygw as
+# the S3 server of the tiered storage tests, curl and jq for the README
+# quick start, and chromium for the console's browser tests) and then runs
+# every check.
 
 GO        ?= go
 GOBIN     := $(shell $(GO) env GOPATH)/bin
@@ -14,6 +15,7 @@ STATICCHECK_VERSION := v0.8.2
 # The Terraform provider's acceptance tests drive a real terraform (the
 # last MPL release); building it takes a few minutes, once.
 TERRAFORM_VERSION   := v1.5.7
+VERSITYGW_VERSION   := v1.8.0
 # Fuzz budgets are execution counts, not durations: Go 1.26's fuzz
 # coordinator can report a spurious "context deadline exceeded" failure
 # when a -fuzztime duration runs out (go.dev/issue/75804, fixed in Go
@@ -34,6 +36,7 @@ tools:
 	@$(GOBIN)/nats-server --version 2>/dev/null | grep -q '$(NATSSERVER_VERSION)' || $(GO) install github.com/nats-io/nats-server/v2@$(NATSSERVER_VERSION)
 	@$(GOBIN)/staticcheck -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)' || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE=/dev/null $(GOBIN)/terraform version 2>/dev/null | head -1 | grep -qx 'Terraform $(TERRAFORM_VERSION)' || $(GO) install github.com/hashicorp/terraform@$(TERRAFORM_VERSION)
+	@$(GO) version -m $(GOBIN)/versitygw 2>/dev/null | grep -q 'mod.*github.com/versity/versitygw.*$(VERSITYGW_VERSION)' || $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 	@command -v curl >/dev/null && command -v jq >/dev/null || { apt-get update -qq && apt-get install -y -qq curl jq; } || \
 		{ echo "install curl and jq (the README quick start and its test use them)"; exit 1; }
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; } || \

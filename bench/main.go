@@ -41,6 +41,8 @@ type config struct {
 	cluster       bool
 	idleStreams   int
 	idleTimeout   time.Duration
+	tier          bool
+	tierMiB       int64
 }
 
 func parseFlags() config {
@@ -63,6 +65,8 @@ func parseFlags() config {
 	flag.BoolVar(&c.cluster, "cluster", false, "run the cluster scenario instead of the workloads: 3 Contrail nodes against 3-node nats-server clusters (see README)")
 	flag.IntVar(&c.idleStreams, "idle-streams", 10_000, "with -cluster: idle R3 streams for the idle-cost measurement")
 	flag.DurationVar(&c.idleTimeout, "idle-timeout", 5*time.Minute, "with -cluster: time allowed per side to create the idle streams; fewer are measured (and said so) if it runs out")
+	flag.BoolVar(&c.tier, "tier", false, "run the tiered-storage scenario instead of the workloads: cold replay from versitygw, uploads while publishing, js pub async with tiering on and off (see README)")
+	flag.Int64Var(&c.tierMiB, "tier-mib", 1024, "with -tier: MiB of messages published and replayed cold")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./bench [flags]\n\nworkloads:")
 		for _, w := range workloads {
@@ -107,6 +111,9 @@ func run() int {
 	}
 	if cfg.cluster {
 		bench = clusterBenchmark
+	}
+	if cfg.tier {
+		bench = tierBenchmark
 	}
 	if err := bench(ctx, cfg); err != nil {
 		if ctx.Err() != nil {

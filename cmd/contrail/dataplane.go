@@ -22,6 +22,7 @@ import (
 	"github.com/contrail/contrail/dataplane/resolver"
 	"github.com/contrail/contrail/dataplane/server"
 	"github.com/contrail/contrail/dataplane/store"
+	"github.com/contrail/contrail/dataplane/tier"
 )
 
 func serverVersion() string { return server.Version }
@@ -37,6 +38,8 @@ type dataplaneFlags struct {
 	nodeID, clusterAddr, peers, clusterName    string
 	raftMultiplier                             int
 	digestInterval                             time.Duration
+	tierURL, tierEndpoint                      string
+	tierSegment, tierLocal, tierCache          string
 	set                                        map[string]bool
 }
 
@@ -61,6 +64,11 @@ func parseDataplaneFlags(args []string, stderr io.Writer) (*dataplaneFlags, erro
 	fs.StringVar(&f.clusterName, "cluster-name", config.DefaultClusterName, "cluster name; nodes of another cluster are refused")
 	fs.IntVar(&f.raftMultiplier, "raft-multiplier", 1, "scales raft's heartbeat, election and lease timeouts (1: 250 ms, for a LAN; 3-5 for slow or shared machines): failover takes about this many times longer, spurious elections under load get rarer")
 	fs.DurationVar(&f.digestInterval, "digest-interval", config.DefaultDigestInterval, "how often the replicas of each partition compare digests of what they hold, a divergent copy being replaced from the others; 0 never")
+	fs.StringVar(&f.tierURL, "tier-url", "", "tiered storage: move cold stream segments to s3://bucket/prefix or file:///dir")
+	fs.StringVar(&f.tierEndpoint, "tier-endpoint", "", "S3-compatible endpoint URL for --tier-url (path-style addressing); credentials come from the standard AWS environment and config")
+	fs.StringVar(&f.tierSegment, "tier-segment-bytes", "", "target size of a tiered segment, e.g. 64MiB (default 64MiB)")
+	fs.StringVar(&f.tierLocal, "tier-local-bytes", "", "node-wide budget for local message bytes: tiering starts near it (default: none, each stream keeps about two segments local)")
+	fs.StringVar(&f.tierCache, "tier-cache-bytes", "", "read cache for cold blocks (default: a tenth of --tier-local-bytes, at least 8MiB)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -119,6 +127,9 @@ func (f *dataplaneFlags) options() (*config.Options, error) {
 	if err := f.clusterOptions(opts); err != nil {
 		return nil, err
 	}
+	if err := f.tierOptions(opts); err != nil {
+		return nil, err
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -128,6 +139,63 @@ func (f *dataplaneFlags) options() (*config.Options, error) {
 		return nil, errors.New("resolver and system_account need an operator (--operator or `operator` in the config)")
 	}
 	return opts, nil
+}
+
+// tierOptions applies the --tier-* flags over the config file's
+// jetstream { tier { ... } } block.
+func (f *dataplaneFlags) tierOptions(opts *config.Options) error {
+	given := false
+	for _, n := range []string{"tier-url", "tier-endpoint", "tier-segment-bytes", "tier-local-bytes", "tier-cache-bytes"} {
+		given = given || f.set[n]
+	}
+	if !given {
+		return nil
+	}
+	if opts.JetStream == nil {
+		opts.JetStream = &config.JetStreamOptions{Enabled: true}
+	}
+	t := opts.JetStream.Tier
+	if t == nil {
+		t = &config.TierOptions{}
+		opts.JetStream.Tier = t
+	}
+	if f.set["tier-url"] {
+		t.URL = f.tierURL
+	}
+	if f.set["tier-endpoint"] {
+		t.Endpoint = f.tierEndpoint
+	}
+	for _, sz := range []struct {
+		name, v string
+		dst     *int64
+	}{{"tier-segment-bytes", f.tierSegment, &t.SegmentBytes}, {"tier-local-bytes", f.tierLocal, &t.LocalBytes}, {"tier-cache-bytes", f.tierCache, &t.CacheBytes}} {
+		if !f.set[sz.name] {
+			continue
+		}
+		n, err := config.ParseSize(sz.v)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", sz.name, err)
+		}
+		*sz.dst = n
+	}
+	return nil
+}
+
+// openTier opens the object store the tier options name, for the engine.
+func openTier(t *config.TierOptions, node string, log *slog.Logger) (jetstream.TierOptions, error) {
+	if t == nil {
+		return jetstream.TierOptions{}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	obj, err := tier.Open(ctx, t.URL, t.Endpoint, nil)
+	if err != nil {
+		return jetstream.TierOptions{}, err
+	}
+	log.Info("tiered storage on", "store", obj.String(), "segment_bytes", t.SegmentBytes, "local_bytes", t.LocalBytes,
+		"cache_bytes", t.CacheBytes)
+	return jetstream.TierOptions{Store: obj, URL: obj.String(), SegmentBytes: t.SegmentBytes, LocalBytes: t.LocalBytes,
+		CacheBytes: t.CacheBytes, ReadRate: t.ReadRate, ReadTimeout: t.ReadTimeout, Node: node}, nil
 }
 
 // listenClusterPort binds the cluster port. It is bound before anything
@@ -378,7 +446,14 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 	if jsOpts.StoreDir != "" {
 		dir = jsOpts.StoreDir
 	}
-	file, err := store.Open(store.Options{Dir: dir, Logger: log.With("component", "store")})
+	so := store.Options{Dir: dir, Logger: log.With("component", "store")}
+	if t := jsOpts.Tier; t != nil && t.LocalBytes > 0 {
+		// Bodies tiering replaced stay in the WAL until their memtable
+		// flushes: memtables sized to the local budget keep the data
+		// directory near it (below 4 MiB, flushes would stall writes).
+		so.MemTableSize = uint64(min(max(t.LocalBytes, 4<<20), 32<<20))
+	}
+	file, err := store.Open(so)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream store %s: %w", dir, err)
 	}
@@ -389,6 +464,11 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 	}
 	if maxStore <= 0 {
 		maxStore = defaultMaxStore(dir)
+	}
+	tierOpts, err := openTier(jsOpts.Tier, srv.Name(), log.With("component", "tier"))
+	if err != nil {
+		js.close()
+		return nil, fmt.Errorf("jetstream tier: %w", err)
 	}
 	start := time.Now()
 	var sync time.Duration
@@ -403,6 +483,7 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 		Domain: jsOpts.Domain, ServerVersion: server.Version, ServerName: srv.Name(),
 		Log: log.With("component", "jetstream"), Clustered: clustered(opts), LoadAccount: loadAcc,
 		DigestInterval: digestInterval(opts),
+		Tier:           tierOpts,
 	})
 	if err != nil {
 		js.close()

@@ -25,6 +25,7 @@ type devFlags struct {
 	clusterAddr                                        string
 	nodes                                              int
 	usageInterval                                      time.Duration
+	tierSegment, tierLocal                             string
 }
 
 func parseDevFlags(args []string, stderr io.Writer) (*devFlags, error) {
@@ -39,6 +40,8 @@ func parseDevFlags(args []string, stderr io.Writer) (*devFlags, error) {
 	fs.IntVar(&f.nodes, "nodes", 1, "data-plane nodes: 1, or 3 to 5 for a local cluster (then --nats-addr, --monitor-addr and --cluster-addr are the first node's, the others take the next ports, or give one address per node, comma-separated)")
 	fs.DurationVar(&f.usageInterval, "usage-interval", time.Minute, "how often each account's usage is sampled for the console's charts (a day of samples is kept at 1m)")
 	fs.StringVar(&f.clusterAddr, "cluster-addr", "127.0.0.1:6222", "with --nodes > 1: the first node's cluster port (host:port)")
+	fs.StringVar(&f.tierSegment, "tier-segment-bytes", "", "target size of a tiered segment (the node tiers to <data-dir>/tier), e.g. 64MiB")
+	fs.StringVar(&f.tierLocal, "tier-local-bytes", "", "the node's budget for local message bytes before tiering (default: none)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -90,6 +93,25 @@ func (f *devFlags) nodeOptions(cp *controlplane.ControlPlane) (*config.Options, 
 	opts.Operator = cp.OperatorPath()
 	opts.Resolver = "URL(" + cp.ResolverURL() + ")"
 	opts.SystemAccount = cp.Keys.SystemPub
+	// Tiered storage to a directory of the data dir: the embedded
+	// default needs nothing else running.
+	tierDir, err := filepath.Abs(filepath.Join(f.dataDir, "tier"))
+	if err != nil {
+		return nil, err
+	}
+	to := &config.TierOptions{URL: "file://" + tierDir}
+	for _, sz := range []struct {
+		name, v string
+		dst     *int64
+	}{{"tier-segment-bytes", f.tierSegment, &to.SegmentBytes}, {"tier-local-bytes", f.tierLocal, &to.LocalBytes}} {
+		if sz.v == "" {
+			continue
+		}
+		if *sz.dst, err = config.ParseSize(sz.v); err != nil {
+			return nil, fmt.Errorf("--%s: %w", sz.name, err)
+		}
+	}
+	opts.JetStream = &config.JetStreamOptions{Enabled: true, Tier: to}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -49,6 +50,19 @@ var jetStreamFields = map[string]field[JetStreamOptions]{
 	// Contrail only: every stream of a node shares one apply path.
 	"node_max_buffered_msgs": intField(func(j *JetStreamOptions) *int64 { return &j.NodeMaxBufferedMsgs }),
 	"node_max_buffered_size": sizeField(func(j *JetStreamOptions) *int64 { return &j.NodeMaxBufferedSize }),
+	// Contrail only: tiered storage, as the --tier-* flags.
+	"tier": blockField(tierFields, nil, func() *TierOptions { return &TierOptions{} },
+		func(j *JetStreamOptions, t *TierOptions) { j.Tier = t }),
+}
+
+var tierFields = map[string]field[TierOptions]{
+	"url":           stringField(func(t *TierOptions) *string { return &t.URL }),
+	"endpoint":      stringField(func(t *TierOptions) *string { return &t.Endpoint }),
+	"segment_bytes": sizeField(func(t *TierOptions) *int64 { return &t.SegmentBytes }),
+	"local_bytes":   sizeField(func(t *TierOptions) *int64 { return &t.LocalBytes }),
+	"cache_bytes":   sizeField(func(t *TierOptions) *int64 { return &t.CacheBytes }),
+	"read_rate":     sizeField(func(t *TierOptions) *int64 { return &t.ReadRate }),
+	"read_timeout":  durationField(func(t *TierOptions) *time.Duration { return &t.ReadTimeout }),
 }
 
 // jetStreamUnsupported are nats-server jetstream keys Contrail does not
@@ -143,14 +157,17 @@ func syncField(d *decoder, j *JetStreamOptions, path string, v *conf.Value) {
 // sizeField takes an integer (suffixes as the parser reads them: 1G is
 // 10^9, 1GB is 2^30) or, as nats-server's JetStream limits also allow, a
 // string such as "1G" where K, M, G and T are powers of 1024.
-func sizeField(sel func(*JetStreamOptions) *int64) field[JetStreamOptions] {
-	return func(d *decoder, j *JetStreamOptions, path string, v *conf.Value) {
+func sizeField[T any](sel func(*T) *int64) field[T] {
+	return func(d *decoder, j *T, path string, v *conf.Value) {
 		switch v.Kind {
 		case conf.KindInt:
 			*sel(j) = v.Int
 		case conf.KindString:
-			n, ok := storageSize(v.Str)
-			if !ok {
+			n, err := int64(0), error(nil)
+			if v.Str != "" {
+				n, err = ParseSize(v.Str)
+			}
+			if err != nil {
 				d.fail(v.Pos, nil, "%s: invalid size %q (want e.g. 512M or 1G)", path, v.Str)
 				return
 			}
@@ -159,6 +176,25 @@ func sizeField(sel func(*JetStreamOptions) *int64) field[JetStreamOptions] {
 			d.typeErr(path, v, "size")
 		}
 	}
+}
+
+// ParseSize reads a size as the --tier-*-bytes flags take it: bytes, or
+// a number with K, M, G or T, optionally followed by B or iB (KiB, MB,
+// 64MiB), each a power of 1024 as in nats-server's JetStream limits.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("size %q cannot be negative", s)
+		}
+		return n, nil
+	}
+	u := strings.ToUpper(t)
+	u = strings.TrimSuffix(strings.TrimSuffix(u, "IB"), "B")
+	if n, ok := storageSize(u); ok && u != "" && n >= 0 {
+		return n, nil
+	}
+	return 0, fmt.Errorf("invalid size %q (want e.g. 64MiB, 512M or 1G)", s)
 }
 
 func storageSize(s string) (int64, bool) {

@@ -127,6 +127,23 @@ type JetStreamOptions struct {
 	// 0 takes the defaults.
 	MaxBufferedMsgs, MaxBufferedSize         int64
 	NodeMaxBufferedMsgs, NodeMaxBufferedSize int64
+	// Tier is tiered storage (`tier { ... }`); nil when not configured.
+	Tier *TierOptions
+}
+
+// TierOptions configure tiered storage of file streams, as the
+// --tier-* flags do (see `contrail dataplane -h`).
+type TierOptions struct {
+	// URL is s3://bucket/prefix or file:///dir; Endpoint an
+	// S3-compatible server's URL (path-style addressing).
+	URL, Endpoint string
+	// SegmentBytes is the target segment size; LocalBytes the node's
+	// budget for local message bytes; CacheBytes the cold read cache.
+	SegmentBytes, LocalBytes, CacheBytes int64
+	// ReadRate caps cold reads in bytes per second (0: no cap);
+	// ReadTimeout bounds one cold read.
+	ReadRate    int64
+	ReadTimeout time.Duration
 }
 
 var (

@@ -104,6 +104,30 @@ func (j *JetStreamOptions) validate() []error {
 			errs = append(errs, fmt.Errorf("jetstream.%s: %d cannot be negative", b.key, b.v))
 		}
 	}
+	if t := j.Tier; t != nil {
+		for _, b := range []struct {
+			key string
+			v   int64
+		}{{"segment_bytes", t.SegmentBytes}, {"local_bytes", t.LocalBytes}, {"cache_bytes", t.CacheBytes}, {"read_rate", t.ReadRate}} {
+			if b.v < 0 {
+				errs = append(errs, fmt.Errorf("jetstream.tier.%s: %d cannot be negative", b.key, b.v))
+			}
+		}
+		if t.SegmentBytes > 0 && t.SegmentBytes < 64<<10 {
+			errs = append(errs, fmt.Errorf("jetstream.tier.segment_bytes: %d is below the minimum of 64KiB", t.SegmentBytes))
+		}
+		if t.SegmentBytes > 4<<30 {
+			errs = append(errs, fmt.Errorf("jetstream.tier.segment_bytes: %d is above the maximum of 4GiB", t.SegmentBytes))
+		}
+		if t.URL == "" {
+			errs = append(errs, errors.New("jetstream.tier.url: required (s3://bucket/prefix or file:///dir)"))
+		} else if !strings.HasPrefix(t.URL, "s3://") && !strings.HasPrefix(t.URL, "file:///") {
+			errs = append(errs, fmt.Errorf("jetstream.tier.url: %q must be s3://bucket/prefix or file:///dir", t.URL))
+		}
+		if t.ReadTimeout < 0 {
+			errs = append(errs, fmt.Errorf("jetstream.tier.read_timeout: %v cannot be negative", t.ReadTimeout))
+		}
+	}
 	if strings.ContainsAny(j.Domain, " \t\r\n*>") {
 		errs = append(errs, fmt.Errorf("jetstream.domain: %q cannot contain white space, '*' or '>'", j.Domain))
 	}

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"sort"
@@ -464,6 +465,9 @@ func (s *stream) get(req *api.MsgGetRequest) (store.Message, *api.Error) {
 		m, err = s.ap.st.LoadMsg(s.id, seq)
 	default:
 		m, err = s.lastFor(req.LastFor)
+	}
+	if err == nil {
+		err = s.hydrate(context.Background(), &m)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return m, api.NewNoMessageFoundError()

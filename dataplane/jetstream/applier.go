@@ -31,6 +31,16 @@ const (
 	// propSubjects builds the stream's per-subject summaries, kept up to
 	// date from then on (STREAM.INFO's num_subjects).
 	propSubjects
+	// propColdIntent records an upload about to start (coldKey);
+	// propColdCommit commits an uploaded segment (cold); propColdForget
+	// removes the pending record of a deleted object (stream seq,
+	// coldKey) and belongs to no stream (cold.go, cold_mover.go).
+	propColdIntent
+	propColdCommit
+	propColdForget
+	// propColdRewrite replaces the object of segment cold (coldKey, the
+	// old one) by a rewritten one.
+	propColdRewrite
 )
 
 // proposal is one change to one stream, on its way through the apply path.
@@ -52,6 +62,9 @@ type proposal struct {
 	// propAcked: acknowledged sequences; propConsumer*: the consumer
 	seqs []uint64
 	cons *consumer
+	// propCold*
+	coldKey string
+	cold    *sealed
 	// done receives the outcome once it is durable (or failed); it runs on
 	// the applier goroutine and must be quick.
 	done func(*proposal, result)
@@ -138,6 +151,10 @@ type applier struct {
 	// replaces the local one (replicate); nil for the node's own stores.
 	group ReplicaGroup
 	g     uint16 // the partition group's number
+	// garbage is set by an apply step that queued an object for the
+	// tier's deleter (cold.go), which is told once the group commits.
+	// Run goroutine only.
+	garbage bool
 	// lost is set once a partition's applier must write nothing more:
 	// leadership ended or an entry's fate became unknown.
 	lost atomic.Bool
@@ -158,6 +175,8 @@ type commitJob struct {
 	group     []*proposal
 	results   []result
 	committed []streamSeq
+	// garbage says the group queued objects for the tier's deleter.
+	garbage bool
 }
 
 // markDirty records s's current state summary for the group's commit and
@@ -347,6 +366,7 @@ func (ap *applier) run() {
 		}
 		ap.writeStates()
 		job.batch = ap.batch
+		job.garbage, ap.garbage = ap.garbage, false
 		job.committed = append([]streamSeq(nil), ap.committed...)
 		clear(ap.committed)
 		ap.committed = ap.committed[:0]
@@ -364,6 +384,10 @@ func (ap *applier) applyOne(p *proposal) result {
 	}
 	if err := ap.failed(); err != nil {
 		return result{err: api.NewStreamStoreFailedError(err)}
+	}
+	if p.kind == propColdForget {
+		ap.batch.ForgetObject(p.seq, p.coldKey)
+		return result{}
 	}
 	s := p.s
 	s.mu.Lock()
@@ -442,6 +466,9 @@ func (ap *applier) complete(job *commitJob, err error) {
 	if err == nil {
 		for _, c := range job.committed {
 			c.s.markDurable(c.seq)
+		}
+		if job.garbage && ap.e.tiering != nil {
+			ap.e.tiering.garbageQueued()
 		}
 	}
 	for i, p := range job.group {

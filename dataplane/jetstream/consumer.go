@@ -58,9 +58,12 @@ type consumer struct {
 		order      []uint64               // pending's keys, ascending
 		nextDue    int64                  // no pending delivery is due before this (unix nanos); 0: unknown
 		ahead      []store.Message        // read-ahead of matching messages at or after sseq
-		aheadTo    uint64                 // the scans behind ahead covered everything below this
-		rdq        []uint64               // stream seqs to deliver again, oldest first
-		lps        []uint64               // last-per-subject seqs still to deliver first
+		// coldMsg is the last cold message fetched for delivery, so the
+		// pass that fetched it (with mu released) finds it again.
+		coldMsg store.Message
+		aheadTo uint64   // the scans behind ahead covered everything below this
+		rdq     []uint64 // stream seqs to deliver again, oldest first
+		lps     []uint64 // last-per-subject seqs still to deliver first
 		// maxed are stream seqs that reached max_deliver: like pending
 		// redeliveries they count in num_redelivered, until they leave
 		// the stream (nats-server's rule).

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strconv"
@@ -227,6 +228,16 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) (at time.Time, mo
 		if atMax && !redelivery {
 			return time.Time{}, false
 		}
+		if m.Cold {
+			if h := c.mu.coldMsg; h.Seq == m.Seq && !h.Cold {
+				m = h
+			} else {
+				if !c.fetchColdLocked(m) {
+					return now.Add(coldRetry), false
+				}
+				continue // the state may have moved while mu was released
+			}
+		}
 		dc := uint64(1)
 		if p := c.mu.pending[m.Seq]; p != nil {
 			dc = p.dc + 1
@@ -344,6 +355,25 @@ func (c *consumer) peekLocked(pass *passBudget) (m store.Message, redelivery, ok
 	return m, false, ok, paused
 }
 
+// coldRetry is how soon a consumer tries again after a cold read failed
+// (the object store is slow or down).
+const coldRetry = 500 * time.Millisecond
+
+// fetchColdLocked reads a cold message's body into c.mu.coldMsg, with
+// c.mu released while it waits: the apply path takes consumer locks
+// under its stream's lock, and must never wait on the object store.
+func (c *consumer) fetchColdLocked(m store.Message) bool {
+	c.mu.Unlock()
+	err := c.s.hydrate(context.Background(), &m)
+	c.mu.Lock()
+	if err != nil {
+		c.s.e.log.Warn("jetstream: cold read for delivery failed; retrying", "consumer", c.name, "seq", m.Seq, "err", err)
+		return false
+	}
+	c.mu.coldMsg = m
+	return true
+}
+
 // readAhead is how many stream sequences one scan covers.
 const readAhead = 512
 
@@ -385,7 +415,8 @@ func (c *consumer) readAheadLocked(durable uint64, pass *passBudget) (m store.Me
 			buf := make([]byte, len(m.Header)+len(m.Data))
 			n := copy(buf, m.Header)
 			copy(buf[n:], m.Data)
-			cp := store.Message{Seq: m.Seq, Subject: m.Subject, Data: buf[n:], Time: m.Time, TTL: m.TTL}
+			cp := store.Message{Seq: m.Seq, Subject: m.Subject, Data: buf[n:], Time: m.Time, TTL: m.TTL,
+				Cold: m.Cold, HdrLen: m.HdrLen, DataLen: m.DataLen}
 			if n > 0 {
 				cp.Header = buf[:n:n]
 			}

@@ -91,14 +91,19 @@ type Options struct {
 	Log        *slog.Logger
 	// Now is the clock; tests inject one.
 	Now func() time.Time
+	// Tier configures tiered storage of file streams; off without a store.
+	Tier TierOptions
 }
 
 // Engine is one node's JetStream.
 type Engine struct {
-	opts     Options
-	log      *slog.Logger
-	file     *applier
-	memory   *applier
+	opts   Options
+	log    *slog.Logger
+	file   *applier
+	memory *applier
+	// tiering moves cold file-stream data to an object store; nil when
+	// tiering is off.
+	tiering  *tiering
 	flow     *flowGate // bounds captured publishes in both appliers
 	apiSched *apiScheduler
 	// cl is the engine's part of a cluster; nil on a single node.
@@ -167,12 +172,18 @@ func New(opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
+	if opts.Tier.Store != nil {
+		e.tiering = newTiering(e, opts.Tier)
+	}
 	for _, ap := range []*applier{e.file, e.memory} {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
 			ap.run()
 		}()
+	}
+	if e.tiering != nil {
+		go e.tiering.run()
 	}
 	return e, nil
 }
@@ -303,6 +314,9 @@ func (e *Engine) recoverStream(ap *applier, rd *store.Recovery, info store.Strea
 	if err := s.loadConsumers(rd); err != nil {
 		return nil, "", err
 	}
+	if err := s.loadCold(rd); err != nil {
+		return nil, "", err
+	}
 	return s, rec.Account, nil
 }
 
@@ -348,7 +362,7 @@ func (s *stream) rebuildState() error {
 		}
 		st.LastSeq, st.LastTime = m.Seq, m.Time
 		st.Msgs++
-		st.Bytes += msgSize(m.Subject, m.Header, m.Data)
+		st.Bytes += storedSize(m)
 		return nil
 	})
 	if err != nil {
@@ -393,6 +407,9 @@ func (e *Engine) Close() {
 		e.cl.close()
 	}
 	e.apiSched.close()
+	if e.tiering != nil {
+		e.tiering.close()
+	}
 	e.file.close()
 	e.memory.close()
 	e.wg.Wait()

@@ -116,7 +116,7 @@ func (s *stream) expireAgedLocked(cutoff int64, ap *applier) error {
 			s.mu.ageNext = m.Time
 			return stop
 		}
-		victims = append(victims, victim{m.Seq, m.Subject, msgSize(m.Subject, m.Header, m.Data)})
+		victims = append(victims, victim{m.Seq, m.Subject, storedSize(m)})
 		return nil
 	})
 	if err != nil && !errors.Is(err, stop) {
@@ -185,7 +185,7 @@ func (s *stream) expireTTLLocked(now int64, ap *applier) error {
 		if err != nil || m.Expires() != d.expires {
 			continue // already removed by a limit, a purge or a delete
 		}
-		if err := s.removeLocked(m.Seq, m.Subject, msgSize(m.Subject, m.Header, m.Data), ap); err != nil {
+		if err := s.removeLocked(m.Seq, m.Subject, storedSize(&m), ap); err != nil {
 			return err
 		}
 		// A subject's last message expiring by its TTL leaves a delete

@@ -58,6 +58,9 @@ type stream struct {
 		// parked holds durable consumers waiting for the stream to attach:
 		// read at start-up, or kept while the account was disabled.
 		parked []*consumer
+		// cold is the stream's tiered part (cold.go); guarded by mu but
+		// for its published segment list.
+		cold coldState
 	}
 	unsubs []func() // capture subscriptions; owned by the account
 	// durable is the last sequence committed to the store: consumers

@@ -40,6 +40,7 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		s.mu.dirty = true
 	case propRemove:
 		ap.batch.DeleteStream(s.id)
+		s.coldPurgedLocked(ap)
 		ap.forgetState(s)
 		s.commitLocked(-1)
 		ap.used.Add(-int64(s.mu.state.Bytes))
@@ -52,6 +53,9 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		r = s.storeMsgLocked(p, ap)
 	case propDelete:
 		r = s.deleteMsgLocked(p.seq, ap)
+		if p.erase && r.err == nil {
+			s.markEraseLocked(p.seq)
+		}
 	case propPurge:
 		r = s.purgeLocked(p.purge, 0, ap)
 	case propExpire:
@@ -72,6 +76,12 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		r.err = s.dropUninterestedLocked(p.seq, ap)
 	case propSubjects:
 		_, r.err = s.buildSubjectsLocked(ap, subjectsStep)
+	case propColdIntent:
+		ap.batch.PutPendingObject(store.PendingObject{Stream: s.id, Key: p.coldKey, Time: s.e.opts.Now().UnixNano()})
+	case propColdCommit:
+		r.err = s.commitColdLocked(p.cold, ap)
+	case propColdRewrite:
+		r.err = s.rewriteColdLocked(p.cold, p.coldKey, ap)
 	}
 	if s.mu.dirty {
 		ap.markDirty(s)
@@ -363,7 +373,7 @@ func (s *stream) nextMsgLocked(seq uint64, filter string, ap *applier) (store.Me
 
 // removeMsgLocked deletes m and fixes the state.
 func (s *stream) removeMsgLocked(m *store.Message, ap *applier) error {
-	return s.removeLocked(m.Seq, m.Subject, msgSize(m.Subject, m.Header, m.Data), ap)
+	return s.removeLocked(m.Seq, m.Subject, storedSize(m), ap)
 }
 
 // removeLocked deletes message seq (on subj, counting size) and fixes the
@@ -382,6 +392,7 @@ func (s *stream) removeLocked(seq uint64, subj string, size uint64, ap *applier)
 	st.Msgs--
 	st.Bytes -= size
 	s.bytesChangedLocked(ap, -int64(size))
+	s.coldRemovedLocked(seq, size, ap)
 	s.mu.dirty = true
 	subs := s.summariesForLocked(m.Subject, m.Seq)
 	if ss := subs[m.Subject]; ss != nil {
@@ -516,6 +527,7 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 		n := st.Msgs
 		if n > 0 {
 			ap.batch.PurgeAll(s.id)
+			s.coldPurgedLocked(ap)
 		}
 		freed := st.Bytes
 		st.Msgs, st.Bytes = 0, 0
@@ -535,6 +547,7 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 	if req.Subject == "" && req.Sequence == 0 && req.Keep == 0 {
 		n := st.Msgs
 		ap.batch.PurgeAll(s.id)
+		s.coldPurgedLocked(ap)
 		freed := st.Bytes
 		st.Msgs, st.Bytes = 0, 0
 		s.bytesChangedLocked(ap, -int64(freed))
@@ -619,7 +632,8 @@ func (s *stream) purgeVictimsLocked(req api.StreamPurgeRequest, ap *applier) ([]
 	var out []store.Message
 	collect := func(m *store.Message) error {
 		if req.Subject == "" || subject.Matches(req.Subject, m.Subject) {
-			out = append(out, store.Message{Seq: m.Seq, Subject: m.Subject, Header: m.Header, Data: m.Data})
+			out = append(out, store.Message{Seq: m.Seq, Subject: m.Subject, Header: m.Header, Data: m.Data,
+				Cold: m.Cold, HdrLen: m.HdrLen, DataLen: m.DataLen})
 		}
 		return nil
 	}
@@ -705,7 +719,7 @@ func (s *stream) dropUninterestedLocked(from uint64, ap *applier) error {
 				return nil
 			}
 		}
-		victims = append(victims, victim{m.Seq, strings.Clone(m.Subject), msgSize(m.Subject, m.Header, m.Data)})
+		victims = append(victims, victim{m.Seq, strings.Clone(m.Subject), storedSize(m)})
 		return nil
 	})
 	if err != nil {

@@ -72,6 +72,9 @@ type jsz struct {
 	Meta            *metaCluster     `json:"meta_cluster,omitempty"`
 	Accounts        []*accountDetail `json:"account_details,omitempty"`
 	Total           int              `json:"total"`
+	// Tier is Contrail's tiered storage (not in nats-server's document;
+	// clients ignore members they do not know). Absent when tiering is off.
+	Tier *jetstream.TierStatus `json:"tier,omitempty"`
 }
 
 // metaCluster is nats-server's MetaClusterInfo: the meta group as this
@@ -189,6 +192,9 @@ func (m *Monitor) jszDoc(o *jszOptions) *jsz {
 	if cs := m.js.ClusterSnapshot(); cs != nil {
 		out.Meta = metaClusterOf(cs)
 		out.StreamsLeader, out.ConsumersLeader = cs.StreamsLeader, cs.ConsumersLeader
+	}
+	if ts, ok := m.js.(tierSource); ok {
+		out.Tier = ts.TierStatus()
 	}
 	var chosen []jetstream.AccountSnapshot
 	for _, a := range snap.Accounts {

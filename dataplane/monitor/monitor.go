@@ -50,6 +50,7 @@ func New(srv *server.Server, log *slog.Logger) *Monitor {
 	mux.HandleFunc("/accountz", m.counted("/accountz", m.accountz))
 	mux.HandleFunc("/accstatz", m.counted("/accstatz", m.accstatz))
 	mux.HandleFunc("/digestz", m.counted("/digestz", m.digestz))
+	mux.HandleFunc("/metrics", m.counted("/metrics", m.metrics))
 	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return m
 }

@@ -46,6 +46,9 @@ func unseal(key, v []byte) ([]byte, error) {
 // appendMsg appends a message payload: time(8) ttl(varint)
 // len(subject) subject len(header) header data.
 func appendMsg(b []byte, m *Message) []byte {
+	if m.Cold {
+		return appendStub(b, m)
+	}
 	b = binary.BigEndian.AppendUint64(b, uint64(m.Time))
 	b = binary.AppendVarint(b, m.TTL)
 	b = appendBytes(b, m.Subject)
@@ -74,6 +77,10 @@ func decodeMsg(key, p []byte, m *Message) (subject []byte, err error) {
 	if subject, p, err = readBytes(key, p); err != nil {
 		return nil, err
 	}
+	if v, n := binary.Uvarint(p); n > 0 && v == coldMarker {
+		return subject, decodeStub(key, p[n:], m)
+	}
+	m.Cold, m.HdrLen, m.DataLen = false, 0, 0
 	if m.Header, p, err = readBytes(key, p); err != nil {
 		return nil, err
 	}

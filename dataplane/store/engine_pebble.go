@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -321,6 +322,12 @@ func (p pebbleSnapshot) scan(lower, upper []byte, reverse bool, fn func(k, v []b
 }
 
 func (p pebbleSnapshot) close() error { return p.s.Close() }
+
+func (e *pebbleEngine) diskUsage() uint64 { return e.db.Metrics().DiskSpaceUsage() }
+
+func (e *pebbleEngine) compact(start, end []byte) error {
+	return e.guard(func() error { return e.db.Compact(context.Background(), start, end, false) })
+}
 
 func (e *pebbleEngine) newBatch() engineBatch { return &pebbleBatch{e: e, b: e.db.NewBatch()} }
 

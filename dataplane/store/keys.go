@@ -24,6 +24,8 @@ import (
 //	0x20 stream(8) 0x05  time(ts) msgid(esc)              dedup by time: seq
 //	0x20 stream(8) 0x06  consumer(esc) 0x01               consumer config JSON
 //	0x20 stream(8) 0x06  consumer(esc) 0x02               consumer state bytes
+//	0x20 stream(8) 0x07  first(8)                         tier segment manifest entry (tier.go)
+//	0x21 stream(8)       object key(esc)                  tier pending object (tier.go)
 //	0x30 group(2) 0x01   idx(8)                           raft log entry (raft_codec.go)
 //	0x30 group(2) 0x02   name (raw, to the end)           raft stable value (term, vote)
 //	0x30 group(2) 0x03   -                                FSM applied {index, term}
@@ -200,8 +202,8 @@ func raftGroupRanges(group uint16) []keyRange {
 		return []keyRange{{[]byte{prefixMetaCat}, []byte{prefixMetaCat + 1}}}
 	}
 	lo := uint64(group) << partitionShift
-	out := make([]keyRange, 0, 2)
-	for _, prefix := range []byte{prefixCatalog, prefixData} {
+	out := make([]keyRange, 0, 3)
+	for _, prefix := range []byte{prefixCatalog, prefixData, prefixTier} {
 		r := keyRange{start: appendU64([]byte{prefix}, lo)}
 		if group == 0xffff {
 			r.end = []byte{prefix + 1}

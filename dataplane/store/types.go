@@ -14,6 +14,11 @@ type Message struct {
 	// means none; a negative value means "never", which exempts the message
 	// from the stream's MaxAge. Only a positive TTL adds an expiry entry.
 	TTL int64
+	// Cold is set on a message whose header and data live in a tier
+	// segment (see tier.go): Header and Data are empty, HdrLen and DataLen
+	// are their sizes, and a reader that needs them fetches them.
+	Cold            bool
+	HdrLen, DataLen int
 }
 
 // Expires returns when a message with a positive TTL expires (Unix nanos),

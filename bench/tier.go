@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Tiered-storage scenario (-tier): with versitygw on loopback as the S3
+// server, Contrail publishes -tier-mib of 16 KiB messages with a small
+// local budget (upload throughput while publishing), then an ordered
+// consumer replays them from sequence 1, nearly all cold (MB/s);
+// nats-server, which has no tiering, replays the same data from its
+// disk. Then `nats bench js pub async` runs against Contrail with
+// tiering on (a budget it passes within the run) and off.
+const (
+	tierMsgSize     = 16 << 10
+	tierSegment     = "16MiB"
+	tierLocalBudget = 128 << 20
+	versityVersion  = "v1.8.0"
+)
+
+var versitygw = tool{name: "versitygw", pkg: "github.com/versity/versitygw/cmd/versitygw", version: versityVersion}
+
+// ensureVersity finds versitygw at the pinned version (its --version
+// does not say it: the build info does), or installs it.
+func ensureVersity(ctx context.Context) (string, error) {
+	dirs, err := goBinDirs(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range dirs {
+		bin := filepath.Join(d, versitygw.name)
+		if out, err := exec.CommandContext(ctx, "go", "version", "-m", bin).Output(); err == nil && strings.Contains(string(out), versityVersion) {
+			return bin, nil
+		}
+	}
+	fmt.Fprintf(os.Stderr, "bench: versitygw %s not found, running go install\n", versityVersion)
+	cmd := exec.CommandContext(ctx, "go", "install", versitygw.pkg+"@"+versityVersion)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go install versitygw: %w", err)
+	}
+	return filepath.Join(dirs[0], versitygw.name), nil
+}
+
+// startVersity runs versitygw over root (bucket "tier"), and sets the
+// AWS environment the Contrail server started after it inherits.
+func startVersity(ctx context.Context, root string) (endpoint string, stop func(), err error) {
+	bin, err := ensureVersity(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	dir := filepath.Join(root, "s3")
+	if err := os.MkdirAll(filepath.Join(dir, "tier"), 0o755); err != nil {
+		return "", nil, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return "", nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	logf, err := os.Create(filepath.Join(root, "versitygw.log"))
+	if err != nil {
+		return "", nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "--access", "K", "--secret", "S", "--port", addr, "posix", dir)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	isolate(cmd)
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("starting versitygw: %w", err)
+	}
+	stop = func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, fmt.Errorf("versitygw not listening on %s", addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "K", "AWS_SECRET_ACCESS_KEY": "S", "AWS_REGION": "us-east-1",
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": filepath.Join(root, "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(root, "none")} {
+		os.Setenv(k, v)
+	}
+	return "http://" + addr, stop, nil
+}
+
+// tieredArgs runs the Contrail dataplane tiering to endpoint's bucket.
+func tieredArgs(endpoint, segment string, budget int64) serverArgs {
+	return func(port, monitorPort int, dataDir string) []string {
+		return append(contrailArgs(port, monitorPort, dataDir), "--tier-url", "s3://tier/bench", "--tier-endpoint", endpoint,
+			"--tier-segment-bytes", segment, "--tier-local-bytes", strconv.FormatInt(budget, 10))
+	}
+}
+
+type tierStatus struct {
+	Tier *struct {
+		LocalBytes  int64 `json:"local_bytes"`
+		ColdBytes   int64 `json:"cold_bytes"`
+		UploadBytes int64 `json:"upload_bytes"`
+		Segments    int   `json:"segments"`
+		GetBytes    int64 `json:"get_bytes"`
+	} `json:"tier"`
+}
+
+func readTier(monitor string) (tierStatus, error) {
+	var ts tierStatus
+	resp, err := http.Get(monitor + "/jsz")
+	if err != nil {
+		return ts, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&ts); err != nil || ts.Tier == nil {
+		return ts, fmt.Errorf("/jsz has no tier state (%v)", err)
+	}
+	return ts, nil
+}
+
+// publishMiB publishes n messages of tierMsgSize to stream T (created
+// here) with async publishes, and returns the MB/s acknowledged.
+func publishMiB(ctx context.Context, url string, n int) (float64, error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(1024))
+	if err != nil {
+		return 0, err
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t"}, Storage: jetstream.FileStorage}); err != nil {
+		return 0, err
+	}
+	data := make([]byte, tierMsgSize)
+	began := time.Now()
+	for i := range n {
+		copy(data, strconv.Itoa(i))
+		for {
+			_, err := js.PublishAsync("t", data)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+				return 0, err
+			}
+			// The server paces publishers: wait for the window to drain.
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return float64(n*tierMsgSize) / time.Since(began).Seconds() / 1e6, nil
+}
+
+// replay reads stream T from sequence 1 with an ordered consumer and
+// returns MB/s.
+func replay(ctx context.Context, url string, n int) (float64, error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return 0, err
+	}
+	s, err := js.Stream(ctx, "T")
+	if err != nil {
+		return 0, err
+	}
+	oc, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return 0, err
+	}
+	it, err := oc.Messages()
+	if err != nil {
+		return 0, err
+	}
+	defer it.Stop()
+	began := time.Now()
+	var bytes int
+	for i := range n {
+		m, err := it.Next()
+		if err != nil {
+			return 0, fmt.Errorf("replay at message %d: %w", i+1, err)
+		}
+		bytes += len(m.Data())
+	}
+	return float64(bytes) / time.Since(began).Seconds() / 1e6, nil
+}
+
+func tierBenchmark(ctx context.Context, cfg config) error {
+	root, cleanup, err := benchDir("contrail-bench-tier-", cfg.keep)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	contrailBin, serverBin, err := serverBinaries(ctx, cfg, root)
+	if err != nil {
+		return err
+	}
+	natsBin, err := natsCLI.ensure(ctx, cfg.natsBin)
+	if err != nil {
+		return err
+	}
+	endpoint, stopS3, err := startVersity(ctx, root)
+	if err != nil {
+		return err
+	}
+	defer stopS3()
+	n := int(cfg.tierMiB << 20 / tierMsgSize)
+	fmt.Printf("tiered storage: %d MiB in %d messages of %d KiB, versitygw %s at %s, segments %s, local budget %d MiB\n",
+		cfg.tierMiB, n, tierMsgSize>>10, versityVersion, endpoint, tierSegment, tierLocalBudget>>20)
+
+	var pubOn, upload, cold, local float64
+	err = onServer(ctx, "contrail-tier", contrailBin, tieredArgs(endpoint, tierSegment, tierLocalBudget), root, func(srv *server) error {
+		began := time.Now()
+		if pubOn, err = publishMiB(ctx, srv.url, n); err != nil {
+			return err
+		}
+		var ts tierStatus
+		for {
+			if ts, err = readTier(srv.monitor); err != nil {
+				return err
+			}
+			if ts.Tier.LocalBytes <= tierLocalBudget {
+				break
+			}
+			if ctx.Err() != nil || time.Since(began) > 30*time.Minute {
+				return fmt.Errorf("tiering did not reach the budget: %+v", *ts.Tier)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		upload = float64(ts.Tier.UploadBytes) / time.Since(began).Seconds() / 1e6
+		fmt.Printf("  contrail: published at %.0f MB/s with tiering; %.0f MiB cold in %d segments, uploads %.0f MB/s over publish and drain\n",
+			pubOn, float64(ts.Tier.ColdBytes)/(1<<20), ts.Tier.Segments, upload)
+		if cold, err = replay(ctx, srv.url, n); err != nil {
+			return err
+		}
+		after, _ := readTier(srv.monitor)
+		fmt.Printf("  contrail: ordered replay from seq 1 at %.0f MB/s (%.0f MiB fetched from S3)\n", cold, float64(after.Tier.GetBytes)/(1<<20))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = onServer(ctx, sideNatsServer, serverBin, natsServerArgs, root, func(srv *server) error {
+		if _, err := publishMiB(ctx, srv.url, n); err != nil {
+			return err
+		}
+		local, err = replay(ctx, srv.url, n)
+		fmt.Printf("  nats-server: ordered replay from its disk at %.0f MB/s\n", local)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+
+	// js pub async (natscli, 128 B messages) with tiering on and off.
+	runner, err := newNatsRunner(natsBin, root, cfg.timeout, cfg.subGrace, cfg.verbose)
+	if err != nil {
+		return err
+	}
+	w, _ := selectWorkloads("js pub async")
+	msgs := w[0].msgs(cfg.msgs)
+	rates := &result{w: w[0], msgs: msgs, rounds: map[string][][]float64{}, errs: map[string]error{}}
+	for round := range cfg.rounds {
+		for _, side := range []struct {
+			name string
+			args serverArgs
+		}{{"tiering on", tieredArgs(endpoint, "1MiB", 8<<20)}, {"tiering off", contrailArgs}} {
+			err := onServer(ctx, "contrail-"+strings.ReplaceAll(side.name, " ", "-"), contrailBin, side.args, root, func(srv *server) error {
+				vals, _, err := runner.runRound(ctx, w[0], srv, msgs, fmt.Sprintf("tier-%s-r%d", strings.ReplaceAll(side.name, " ", "-"), round+1))
+				if err == nil {
+					rates.rounds[side.name] = append(rates.rounds[side.name], vals)
+					fmt.Printf("  round %d/%d  js pub async, %-11s %s msgs/s\n", round+1, cfg.rounds, side.name, commas(int64(vals[0])))
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	on, off := rates.median("tiering on", 0), rates.median("tiering off", 0)
+	fmt.Printf("\n%-46s %12s\n", "tiered storage", "figure")
+	fmt.Printf("%-46s %9.0f MB/s  (target ≥ 200)\n", "cold replay, ordered consumer from seq 1", cold)
+	fmt.Printf("%-46s %9.0f MB/s\n", "nats-server replay of the same data from disk", local)
+	fmt.Printf("%-46s %9.0f MB/s\n", "publish with tiering (16 KiB, async)", pubOn)
+	fmt.Printf("%-46s %9.0f MB/s\n", "uploads while publishing", upload)
+	fmt.Printf("%-46s %9.2fx (target ≥ 0.9)  %s vs %s msgs/s\n", "js pub async, tiering on / off", on/off, commas(int64(on)), commas(int64(off)))
+	return nil
+}

@@ -1,0 +1,315 @@
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync/atomic"
+
+	"github.com/contrail/contrail/dataplane/store"
+	"github.com/contrail/contrail/dataplane/tier"
+)
+
+// Cold storage of a stream (tiered storage). Sealed ranges of a stream
+// keep their message records as stubs (store/tier.go) and their bodies
+// in segment objects; the manifest (one store record per segment) says
+// which object holds which range. Everything here that changes the
+// manifest runs on the stream's apply path, in the batch of the change
+// that causes it, so a commit is the unit of truth for cold data as for
+// hot and a replicated stream replicates its manifest with its writes.
+//
+// Invariant: every message record in a committed segment's range
+// [First, Last] is a stub whose body that segment holds; a segment's
+// Live and LiveBytes count those records.
+
+// coldSeg is one manifest entry in memory. Its identity (range, key,
+// size, index offset) never changes once committed, so readers use it
+// without the stream's lock; the live counts change under s.mu.
+type coldSeg struct {
+	seg store.Segment
+	// erase is set (under s.mu) when a message of the segment was
+	// deleted with erase: the mover rewrites the segment without it.
+	// Kept in memory only; a restart forgets it, and the body stays in
+	// the object until the segment is rewritten or dropped.
+	erase bool
+}
+
+func (c *coldSeg) ref() tier.Ref {
+	return tier.Ref{Key: c.seg.Key, Size: c.seg.Size, IndexOff: c.seg.IndexOff}
+}
+
+// coldState is a stream's cold part, guarded by the stream's mu except
+// published, which readers load without it.
+type coldState struct {
+	segs      []*coldSeg // in sequence order, ranges disjoint
+	msgs      uint64     // live messages in segments
+	bytes     uint64     // their bytes
+	published atomic.Pointer[[]*coldSeg]
+}
+
+// publishLocked makes the segment list visible to readers: a new slice
+// whenever segments are added or dropped, never mutated after.
+func (s *stream) publishColdLocked() {
+	segs := append([]*coldSeg(nil), s.mu.cold.segs...)
+	s.mu.cold.published.Store(&segs)
+}
+
+// floorLocked is the first sequence not covered by a segment.
+func (s *stream) coldFloorLocked() uint64 {
+	if n := len(s.mu.cold.segs); n > 0 {
+		return s.mu.cold.segs[n-1].seg.Last + 1
+	}
+	return 0
+}
+
+// loadCold restores the manifest at start-up.
+func (s *stream) loadCold(rd *store.Recovery) error {
+	err := rd.Segments(s.id, func(seg store.Segment) error {
+		s.mu.cold.segs = append(s.mu.cold.segs, &coldSeg{seg: seg})
+		s.mu.cold.msgs += seg.Live
+		s.mu.cold.bytes += seg.LiveBytes
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("jetstream: stream %q manifest: %w", s.mu.cfg.Name, err)
+	}
+	s.publishColdLocked()
+	return nil
+}
+
+// segmentFor finds the published segment holding seq.
+func segmentFor(segs []*coldSeg, seq uint64) (int, *coldSeg) {
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].seg.Last >= seq })
+	if i < len(segs) && segs[i].seg.First <= seq {
+		return i, segs[i]
+	}
+	return -1, nil
+}
+
+func (s *stream) segmentLocked(seq uint64) (int, *coldSeg) {
+	segs := s.mu.cold.segs
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].seg.Last >= seq })
+	if i < len(segs) && segs[i].seg.First <= seq {
+		return i, segs[i]
+	}
+	return -1, nil
+}
+
+// coldRemovedLocked accounts for the removal of message seq (size bytes)
+// if it was cold: its segment's live counts drop, and a segment with
+// nothing live left leaves the manifest and its object is queued for
+// deletion, in the same batch. Called by removeLocked for every removal.
+func (s *stream) coldRemovedLocked(seq, size uint64, ap *applier) {
+	i, cs := s.segmentLocked(seq)
+	if cs == nil {
+		return
+	}
+	cs.seg.Live--
+	cs.seg.LiveBytes -= min(cs.seg.LiveBytes, size)
+	s.mu.cold.msgs--
+	s.mu.cold.bytes -= min(s.mu.cold.bytes, size)
+	if cs.seg.Live > 0 {
+		ap.batch.PutSegment(s.id, &cs.seg)
+		return
+	}
+	s.dropSegmentLocked(cs, ap)
+	s.mu.cold.segs = append(s.mu.cold.segs[:i], s.mu.cold.segs[i+1:]...)
+	s.publishColdLocked()
+}
+
+// dropSegmentLocked removes a segment's manifest entry and queues its
+// object for deletion.
+func (s *stream) dropSegmentLocked(cs *coldSeg, ap *applier) {
+	ap.batch.DeleteSegment(s.id, cs.seg.First)
+	ap.batch.PutPendingObject(store.PendingObject{Stream: s.id, Key: cs.seg.Key, Garbage: true, Time: s.e.opts.Now().UnixNano()})
+	ap.garbage = true
+}
+
+// coldPurgedLocked drops every segment: the stream's messages were all
+// removed at once (purge, or the stream deleted).
+func (s *stream) coldPurgedLocked(ap *applier) {
+	if len(s.mu.cold.segs) == 0 {
+		return
+	}
+	for _, cs := range s.mu.cold.segs {
+		s.dropSegmentLocked(cs, ap)
+	}
+	s.mu.cold.segs, s.mu.cold.msgs, s.mu.cold.bytes = nil, 0, 0
+	s.publishColdLocked()
+}
+
+// markEraseLocked asks for seq's segment to be rewritten: its message
+// was deleted with erase (MSG.DELETE without no_erase).
+func (s *stream) markEraseLocked(seq uint64) {
+	if _, cs := s.segmentLocked(seq); cs != nil {
+		cs.erase = true
+	}
+}
+
+// rewriteWantedLocked returns a segment to rewrite: one a message was
+// erased from, or one less than half live (its object mostly holds
+// deleted messages).
+func (s *stream) rewriteWantedLocked() *coldSeg {
+	for _, cs := range s.mu.cold.segs {
+		if cs.seg.Live > 0 && (cs.erase || cs.seg.Live*2 < cs.seg.Msgs) {
+			return cs
+		}
+	}
+	return nil
+}
+
+// rewriteColdLocked applies a segment rewrite: the new object (sl)
+// holds the live messages of the segment whose object was oldKey, over
+// the same range. It replaces the manifest entry and queues the old
+// object for deletion; the stubs stay, since they name no object. If the
+// segment changed meanwhile (dropped, rewritten) or holds a message the
+// new object lacks, the new object is the garbage instead.
+func (s *stream) rewriteColdLocked(sl *sealed, oldKey string, ap *applier) error {
+	seg := sl.seg
+	i, cs := s.segmentLocked(seg.First)
+	garbage := func(key string) {
+		ap.batch.PutPendingObject(store.PendingObject{Stream: s.id, Key: key, Garbage: true, Time: s.e.opts.Now().UnixNano()})
+		ap.garbage = true
+	}
+	if cs == nil || cs.seg.Key != oldKey || cs.seg.First != seg.First || cs.seg.Last != seg.Last {
+		garbage(seg.Key)
+		return nil
+	}
+	if err := ap.visible(); err != nil {
+		return err
+	}
+	have := make(map[uint64]uint64, len(sl.msgs))
+	for i := range sl.msgs {
+		have[sl.msgs[i].Seq] = storedSize(&sl.msgs[i])
+	}
+	seg.Live, seg.LiveBytes = 0, 0
+	ok := true
+	if err := ap.rd.MsgSeqs(s.id, seg.First, seg.Last+1, func(seq uint64) bool {
+		size, in := have[seq]
+		ok = ok && in
+		seg.Live++
+		seg.LiveBytes += size
+		return ok
+	}); err != nil {
+		return err
+	}
+	if !ok || seg.Live == 0 {
+		garbage(seg.Key)
+		return nil
+	}
+	s.mu.cold.msgs += seg.Live - cs.seg.Live
+	s.mu.cold.bytes += seg.LiveBytes - cs.seg.LiveBytes
+	ap.batch.PutSegment(s.id, &seg)
+	ap.batch.ForgetObject(s.id, seg.Key)
+	garbage(oldKey)
+	s.mu.cold.segs[i] = &coldSeg{seg: seg}
+	s.publishColdLocked()
+	return nil
+}
+
+// sealed is a segment uploaded and waiting for its commit: the manifest
+// entry and what the segment holds of each message, to write the stubs.
+type sealed struct {
+	seg  store.Segment
+	msgs []store.Message // metadata only: Seq, Subject, Time, TTL, HdrLen, DataLen
+}
+
+// commitColdLocked applies a tiering commit: in one batch, each message
+// of the segment still held becomes a stub, the manifest entry is
+// written with the live counts, and the upload's pending record goes.
+// Messages removed since the segment was sealed are simply not live in
+// it; a segment with none left (or one overlapping the manifest, which
+// a mover of another term may have left) is garbage instead.
+func (s *stream) commitColdLocked(sl *sealed, ap *applier) error {
+	seg := sl.seg
+	if seg.First < s.coldFloorLocked() || seg.Last >= s.mu.state.LastSeq {
+		ap.batch.PutPendingObject(store.PendingObject{Stream: s.id, Key: seg.Key, Garbage: true, Time: s.e.opts.Now().UnixNano()})
+		ap.garbage = true
+		return nil
+	}
+	if err := ap.visible(); err != nil {
+		return err
+	}
+	var held []uint64
+	if err := ap.rd.MsgSeqs(s.id, seg.First, seg.Last+1, func(seq uint64) bool {
+		held = append(held, seq)
+		return true
+	}); err != nil {
+		return err
+	}
+	seg.Live, seg.LiveBytes = 0, 0
+	j := 0
+	for i := range sl.msgs {
+		m := &sl.msgs[i]
+		for j < len(held) && held[j] < m.Seq {
+			j++
+		}
+		if j == len(held) || held[j] != m.Seq {
+			continue
+		}
+		m.Cold = true
+		ap.batch.MarkCold(s.id, m)
+		seg.Live++
+		seg.LiveBytes += storedSize(m)
+	}
+	if seg.Live == 0 {
+		ap.batch.PutPendingObject(store.PendingObject{Stream: s.id, Key: seg.Key, Garbage: true, Time: s.e.opts.Now().UnixNano()})
+		ap.garbage = true
+		return nil
+	}
+	ap.batch.PutSegment(s.id, &seg)
+	ap.batch.ForgetObject(s.id, seg.Key)
+	s.mu.cold.segs = append(s.mu.cold.segs, &coldSeg{seg: seg})
+	s.mu.cold.msgs += seg.Live
+	s.mu.cold.bytes += seg.LiveBytes
+	s.publishColdLocked()
+	return nil
+}
+
+// storedSize is what a message counts against byte limits, whether its
+// body is here or in a segment.
+func storedSize(m *store.Message) uint64 {
+	if m.Cold {
+		return uint64(len(m.Subject)+m.HdrLen+m.DataLen) + 16
+	}
+	return msgSize(m.Subject, m.Header, m.Data)
+}
+
+// errColdUnavailable is a cold message whose body could not be read:
+// the object store is unreachable or the object failed its checks.
+var errColdUnavailable = fmt.Errorf("cold message unavailable")
+
+// hydrate fetches a cold message's header and data from its segment
+// (through the node's block cache). It never runs on the apply path, and
+// takes no stream or consumer lock while it waits. A message whose
+// segment was dropped meanwhile reads as not found.
+func (s *stream) hydrate(ctx context.Context, m *store.Message) error {
+	if !m.Cold {
+		return nil
+	}
+	t := s.e.tiering
+	var segs []*coldSeg
+	if p := s.mu.cold.published.Load(); p != nil {
+		segs = *p
+	}
+	i, cs := segmentFor(segs, m.Seq)
+	if cs == nil || t == nil {
+		return fmt.Errorf("stream %d message %d: %w", s.id, m.Seq, store.ErrNotFound)
+	}
+	if i+1 < len(segs) && m.Seq-cs.seg.First >= (cs.seg.Last-cs.seg.First)/2 {
+		// A sequential reader gets the next segment's start ready.
+		t.cache.Prefetch(segs[i+1].ref())
+	}
+	rec, err := t.cache.Read(ctx, cs.ref(), m.Seq)
+	if err != nil {
+		t.coldReadErrors.Add(1)
+		return fmt.Errorf("stream %d message %d: %w: %w", s.id, m.Seq, errColdUnavailable, err)
+	}
+	if rec.Subject != m.Subject || len(rec.Header) != m.HdrLen || len(rec.Data) != m.DataLen {
+		t.coldReadErrors.Add(1)
+		return fmt.Errorf("stream %d message %d: %w: segment record does not match its stub", s.id, m.Seq, errColdUnavailable)
+	}
+	t.coldReads.Add(1)
+	m.Header, m.Data, m.Cold, m.HdrLen, m.DataLen = rec.Header, rec.Data, false, 0, 0
+	return nil
+}

@@ -1,0 +1,378 @@
+package jetstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/hashicorp/raft"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
+	"github.com/contrail/contrail/dataplane/tier"
+)
+
+// faultStore wraps a real object store: down makes every call fail,
+// hang makes calls wait for their context, truncate cuts reads short,
+// and after runs after each successful put and delete (a crash point).
+type faultStore struct {
+	tier.ObjectStore
+	down, hang, truncate atomic.Bool
+	after                func(op, key string)
+}
+
+var errDown = errors.New("object store down")
+
+func (f *faultStore) fault(ctx context.Context) error {
+	if f.hang.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if f.down.Load() {
+		return errDown
+	}
+	return nil
+}
+
+func (f *faultStore) Put(ctx context.Context, key string, data []byte) error {
+	if err := f.fault(ctx); err != nil {
+		return err
+	}
+	if err := f.ObjectStore.Put(ctx, key, data); err != nil {
+		return err
+	}
+	if f.after != nil {
+		f.after("put", key)
+	}
+	return nil
+}
+
+func (f *faultStore) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := f.fault(ctx); err != nil {
+		return nil, err
+	}
+	b, err := f.ObjectStore.GetRange(ctx, key, off, n)
+	if err == nil && f.truncate.Load() && len(b) > 1 {
+		// A body cut short that the transport did not notice: the
+		// checksums must.
+		b = append(b[:len(b)/2:len(b)/2], make([]byte, len(b)-len(b)/2)...)
+	}
+	return b, err
+}
+
+func (f *faultStore) Delete(ctx context.Context, key string) error {
+	if err := f.fault(ctx); err != nil {
+		return err
+	}
+	if err := f.ObjectStore.Delete(ctx, key); err != nil {
+		return err
+	}
+	if f.after != nil {
+		f.after("delete", key)
+	}
+	return nil
+}
+
+// TestColdTierStoreDown: with the object store down publishes go on,
+// tiering backs off and reports the budget exceeded, cold reads fail
+// within their bound (and never return wrong bytes when bodies come back
+// truncated); once the store is back tiering catches up.
+func TestColdTierStoreDown(t *testing.T) {
+	dir, err := tier.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fst := &faultStore{ObjectStore: dir}
+	const size, segment, budget = 1000, 16 << 10, 48 << 10
+	e, acc, _ := openEngine(t, vfs.NewMem(), withTier(fst, segment, budget), func(o *Options) {
+		o.Tier.ReadTimeout = 300 * time.Millisecond
+	})
+	createStream(t, acc, api.StreamConfig{Name: "D", Subjects: []string{"d"}, Storage: api.FileStorage})
+	for i := 1; i <= 100; i++ {
+		publish(t, acc, "d", nil, coldPayload(i, size))
+	}
+	waitForCond(t, "some segments", func() bool { return e.TierStatus().Segments > 0 && e.TierStatus().LocalBytes <= budget })
+	fst.down.Store(true)
+	for i := 101; i <= 300; i++ {
+		if ack := publish(t, acc, "d", nil, coldPayload(i, size)); ack.Error != nil {
+			t.Fatalf("publish with the store down: %v", ack.Error)
+		}
+	}
+	waitForCond(t, "over budget reported", func() bool {
+		ts := e.TierStatus()
+		return ts.OverBudget && ts.UploadErrors > 0 && ts.LastError != ""
+	})
+	// A cold message the cache does not hold fails after the bound.
+	for _, k := range listObjects(t, dir) {
+		e.tiering.cache.Forget(k)
+	}
+	began := time.Now()
+	if r := getMsg(t, acc, "D", 1); r.Error == nil {
+		t.Fatal("cold read succeeded with the store down")
+	}
+	if el := time.Since(began); el > 3*time.Second {
+		t.Fatalf("cold read took %v with a 300ms bound", el)
+	}
+	fst.down.Store(false)
+	fst.truncate.Store(true)
+	if r := getMsg(t, acc, "D", 1); r.Error == nil {
+		t.Fatal("cold read of a truncated block succeeded")
+	}
+	fst.truncate.Store(false)
+	waitForCond(t, "tiering to catch up", func() bool {
+		ts := e.TierStatus()
+		return !ts.OverBudget && ts.LocalBytes <= budget
+	})
+	for i := 1; i <= 300; i++ {
+		r := getMsg(t, acc, "D", uint64(i))
+		if r.Error != nil || !bytes.Equal(r.Message.Data, coldPayload(i, size)) {
+			t.Fatalf("seq %d after recovery: %v", i, r.Error)
+		}
+	}
+}
+
+// coldImage is a power cut: the node's file system as synced, the
+// bucket as it was, and how many publishes were acknowledged then.
+type coldImage struct {
+	what   string
+	fs     *vfs.MemFS
+	bucket string
+	acked  int
+	purged bool
+}
+
+// copyDir copies the bucket as it is: files may come and go meanwhile
+// (uploads and deletes of the running node), and one that went is not
+// copied. It runs in the engine's hooks, so it reports with t.Error.
+func copyDir(t testing.TB, from, to string) {
+	t.Helper()
+	err := filepath.Walk(from, func(p string, info os.FileInfo, err error) error {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		if info.IsDir() {
+			return os.MkdirAll(dst, 0o700)
+		}
+		src, err := os.Open(p)
+		if err != nil {
+			return nil // deleted meanwhile
+		}
+		defer src.Close()
+		out, err := os.Create(dst)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(out, src)
+		return errors.Join(err, out.Close())
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// TestColdTierCrashPoints cuts power at every step of tiering: after
+// every commit of the apply path (the intent, the manifest with the
+// stubs, a segment dropped, a pending record forgotten), after every
+// upload and after every object delete. Each image, reopened with the
+// bucket as it was, must hold every acknowledged message byte for byte,
+// and once its deleter has run, no object the manifest does not name.
+func TestColdTierCrashPoints(t *testing.T) {
+	bucket := t.TempDir()
+	dir, err := tier.OpenDir(bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fst := &faultStore{ObjectStore: dir}
+	fs := vfs.NewCrashableMem()
+	st, err := store.Open(store.Options{Dir: "js", FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size, segment, budget = 1000, 8 << 10, 24 << 10
+	e, acc, closeAll := engineOn(t, st, withTier(fst, segment, budget))
+	createStream(t, acc, api.StreamConfig{Name: "K", Subjects: []string{"k.*"}, Storage: api.FileStorage})
+	var mu sync.Mutex
+	var images []coldImage
+	var acked atomic.Int64
+	var purged atomic.Bool
+	snap := func(what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		img := coldImage{what: fmt.Sprintf("%s #%d", what, len(images)), fs: fs.CrashClone(vfs.CrashCloneCfg{}),
+			bucket: t.TempDir(), acked: int(acked.Load()), purged: purged.Load()}
+		copyDir(t, bucket, img.bucket)
+		images = append(images, img)
+	}
+	fst.after = func(op, _ string) { snap("after " + op) }
+	e.file.onCommit = func() {
+		if e.tiering != nil {
+			snap("after commit")
+		}
+	}
+	const n = 120
+	for i := 1; i <= n; i++ {
+		if ack := publish(t, acc, fmt.Sprintf("k.%d", i%3), nil, coldPayload(i, size)); ack.Error != nil {
+			t.Fatal(ack.Error)
+		}
+		acked.Store(int64(i))
+	}
+	waitForCond(t, "tiering within budget", func() bool { return e.TierStatus().LocalBytes <= budget })
+	var pr api.StreamPurgeResponse
+	purged.Store(true)
+	acc.apiCall(t, "$JS.API.STREAM.PURGE.K", api.StreamPurgeRequest{Sequence: 60}, &pr)
+	if pr.Error != nil {
+		t.Fatal(pr.Error)
+	}
+	waitForCond(t, "objects of purged segments deleted", func() bool {
+		n := 0
+		_ = st.PendingObjects(0, 1<<partitionShift, func(store.PendingObject) error { n++; return nil })
+		return n == 0
+	})
+	closeAll()
+	t.Logf("%d crash images", len(images))
+	for _, img := range images {
+		checkColdImage(t, img, size)
+		if t.Failed() {
+			t.Fatalf("at %s", img.what)
+		}
+	}
+}
+
+func checkColdImage(t *testing.T, img coldImage, size int) {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: "js", FS: img.fs})
+	if err != nil {
+		t.Fatalf("%s: reopen: %v", img.what, err)
+	}
+	dir, err := tier.OpenDir(img.bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A budget no stream reaches: the image is checked as it is, and the
+	// deleter cleans up what it left.
+	e, acc, closeAll := engineOn(t, st, withTier(dir, 8<<10, 1<<30))
+	defer closeAll()
+	waitForCond(t, img.what+": pending objects deleted", func() bool {
+		n := 0
+		_ = st.PendingObjects(0, 1<<partitionShift, func(store.PendingObject) error { n++; return nil })
+		return n == 0
+	})
+	si := streamInfo(t, acc, "K")
+	if si.State.LastSeq < uint64(img.acked) {
+		t.Errorf("%s: last seq %d, %d were acknowledged", img.what, si.State.LastSeq, img.acked)
+	}
+	first := uint64(1)
+	if img.purged {
+		first = max(si.State.FirstSeq, 1)
+	} else if si.State.FirstSeq != 1 || si.State.Msgs != si.State.LastSeq {
+		t.Errorf("%s: state %+v, want every message from 1", img.what, si.State)
+	}
+	for seq := first; seq <= si.State.LastSeq; seq++ {
+		r := getMsg(t, acc, "K", seq)
+		if r.Error != nil || !bytes.Equal(r.Message.Data, coldPayload(int(seq), size)) {
+			t.Errorf("%s: seq %d: %v", img.what, seq, r.Error)
+			return
+		}
+	}
+	// Every object left is one the manifest names.
+	named := map[string]bool{}
+	s := e.account("A").lookup("K")
+	s.mu.Lock()
+	for _, cs := range s.mu.cold.segs {
+		named[cs.seg.Key] = true
+	}
+	s.mu.Unlock()
+	for _, k := range listObjects(t, dir) {
+		if !named[k] {
+			t.Errorf("%s: object %s left behind", img.what, k)
+		}
+	}
+	if len(named) != len(listObjects(t, dir)) {
+		t.Errorf("%s: manifest names %d objects, the bucket holds %d", img.what, len(named), len(listObjects(t, dir)))
+	}
+}
+
+// TestColdTierReplicated: in a three-node cluster the partition leader
+// tiers an R3 stream through the partition's apply path, so every
+// replica holds the same manifest and stubs; after the leader stops, the
+// new one reads cold messages from the same objects, and its deleter
+// empties the bucket after a purge.
+func TestColdTierReplicated(t *testing.T) {
+	dir, err := tier.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := newFakeAccount("A")
+	fss := []vfs.FS{vfs.NewMem(), vfs.NewMem(), vfs.NewMem()}
+	const size, segment, budget = 1000, 16 << 10, 48 << 10
+	nodes := startTestClusterOn(t, fss, 2, acc, func(o *Options, _ *raft.Config) {
+		if o != nil {
+			withTier(dir, segment, budget)(o)
+		}
+	})
+	waitClusterReady(t, nodes)
+	var resp api.StreamCreateResponse
+	acc.apiCall(t, "$JS.API.STREAM.CREATE.R", api.StreamConfig{Name: "R", Subjects: []string{"r"}, Replicas: 3, Storage: api.FileStorage}, &resp)
+	if resp.Error != nil {
+		t.Fatal(resp.Error)
+	}
+	asg := waitAssigned(t, nodes, "A", "R")
+	const n = 200
+	for i := 1; i <= n; i++ {
+		hdr := []byte(fmt.Sprintf("NATS/1.0\r\nNats-Msg-Id: id-%d\r\n\r\n", i))
+		for try := 0; ; try++ {
+			b, ok := acc.tryRequest("r", hdr, coldPayload(i, size), 2*time.Second)
+			var ack api.PubAckResponse
+			if ok && len(b) > 0 && json.Unmarshal(b, &ack) == nil && ack.Error == nil {
+				break
+			}
+			if try == 10 {
+				t.Fatalf("publish %d never acknowledged", i)
+			}
+		}
+	}
+	lead := leaderOf(nodes, asg.group())
+	waitForCond(t, "the leader to tier", func() bool {
+		ts := lead.e.TierStatus()
+		return ts.Segments > 2 && ts.LocalBytes <= budget
+	})
+	id := lead.e.account("A").lookup("R").id
+	waitForCond(t, "replicas identical", func() bool {
+		d := streamDigest(t, nodes[0].st, id)
+		return bytes.Equal(d, streamDigest(t, nodes[1].st, id)) && bytes.Equal(d, streamDigest(t, nodes[2].st, id))
+	})
+	lead.stop()
+	var next *testNode
+	waitForCond(t, "a new leader", func() bool {
+		next = leaderOf(nodes, asg.group())
+		return next != nil && next != lead
+	})
+	for seq := uint64(1); seq <= n; seq++ {
+		var r api.MsgGetResponse
+		acc.apiCall(t, "$JS.API.STREAM.MSG.GET.R", api.MsgGetRequest{Seq: seq}, &r)
+		if r.Error != nil || r.Message == nil || !bytes.Equal(r.Message.Data, coldPayload(int(seq), size)) {
+			t.Fatalf("seq %d on the new leader: %+v", seq, r.Error)
+		}
+	}
+	var pr api.StreamPurgeResponse
+	acc.apiCall(t, "$JS.API.STREAM.PURGE.R", api.StreamPurgeRequest{}, &pr)
+	if pr.Error != nil {
+		t.Fatal(pr.Error)
+	}
+	waitForCond(t, "the bucket to empty", func() bool { return len(listObjects(t, dir)) == 0 })
+}

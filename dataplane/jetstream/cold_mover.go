@@ -1,0 +1,550 @@
+package jetstream
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
+	"github.com/contrail/contrail/dataplane/tier"
+)
+
+// TierOptions configure tiered storage; a nil Store turns it off.
+type TierOptions struct {
+	// Store is where segments go; URL names it for monitoring.
+	Store tier.ObjectStore
+	URL   string
+	// SegmentBytes is the target segment size (default 64 MiB);
+	// BlockBytes the size of a segment's blocks, the unit of a cold read
+	// (default 1 MiB, at most SegmentBytes/4).
+	SegmentBytes int64
+	BlockBytes   int64
+	// LocalBytes is the node's budget for local message bytes: tiering
+	// starts at 90 % of it and stops at 80 %. 0: no budget, and each
+	// stream keeps about two segments' worth local.
+	LocalBytes int64
+	// CacheBytes bounds the cold block cache (default: a tenth of
+	// LocalBytes, at least 8 MiB).
+	CacheBytes int64
+	// ReadTimeout bounds a cold read (default 10 s); ReadRate caps the
+	// bytes per second cold reads fetch (0: no cap).
+	ReadTimeout time.Duration
+	ReadRate    int64
+	// Node names this node in object keys.
+	Node string
+	// Interval is how often the mover looks for work (default 250 ms);
+	// UploadTimeout bounds one upload (default 2 min).
+	Interval      time.Duration
+	UploadTimeout time.Duration
+}
+
+func (o *TierOptions) ensureDefaults() {
+	if o.SegmentBytes <= 0 {
+		o.SegmentBytes = 64 << 20
+	}
+	if o.BlockBytes <= 0 {
+		o.BlockBytes = 1 << 20
+	}
+	o.BlockBytes = max(4<<10, min(o.BlockBytes, o.SegmentBytes/4))
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = max(8<<20, o.LocalBytes/10)
+	}
+	if o.Node == "" {
+		o.Node = "node"
+	}
+	if o.Interval <= 0 {
+		o.Interval = 250 * time.Millisecond
+	}
+	if o.UploadTimeout <= 0 {
+		o.UploadTimeout = 2 * time.Minute
+	}
+}
+
+// tiering is a node's mover and deleter. The mover seals the oldest
+// durable hot ranges of the node's streams into segments, uploads each
+// under a key unique to the attempt, and commits it through the
+// stream's apply path (commitColdLocked), which is the only place the
+// manifest changes. It runs where the streams' apply path runs: for the
+// node's own streams, on this node. The deleter removes objects that
+// pending records name (abandoned uploads, dropped segments) and then
+// the records, also through the apply path.
+//
+// Crash points, in order, and what each leaves:
+//   - before the intent commits: nothing, or an object no record names
+//     is impossible (the upload starts only after the intent is durable);
+//   - after the intent, before the manifest commit: the intent, whose
+//     object (whole, partial or absent) the deleter removes;
+//   - after the manifest commit: the manifest and the stubs, one batch;
+//   - after a segment is dropped: a garbage record until the deleter has
+//     deleted the object, then nothing.
+type tiering struct {
+	e     *Engine
+	opts  TierOptions
+	st    tier.ObjectStore
+	cache *tier.Cache
+	house *stream // proposals that belong to no stream
+	wake  chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+	// ctx bounds every object store call; close cancels it, so a node
+	// stopping does not wait for an upload.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu struct {
+		sync.Mutex
+		inflight map[string]bool // keys being uploaded; guarded by mu
+		backoff  time.Duration   // guarded by mu
+		retryAt  time.Time       // no work before it; guarded by mu
+		lastErr  string          // guarded by mu
+		active   bool            // between the 90 % and 80 % marks; guarded by mu
+		over     bool            // local bytes over the budget; guarded by mu
+		local    uint64          // local message bytes at the last pass; guarded by mu
+	}
+	gcDue atomic.Bool
+	// compacting holds tiered ranges not compacted yet; mover goroutine only.
+	compacting map[*stream]*pendingCompaction
+
+	uploads, uploadBytes, uploadErrors atomic.Int64
+	rewrites                           atomic.Int64
+	deletes, deleteErrors              atomic.Int64
+	coldReads, coldReadErrors          atomic.Int64
+}
+
+func newTiering(e *Engine, o TierOptions) *tiering {
+	o.ensureDefaults()
+	t := &tiering{e: e, opts: o, st: o.Store,
+		cache: tier.NewCache(o.Store, tier.CacheOptions{MaxBytes: o.CacheBytes, Timeout: o.ReadTimeout, ReadRate: o.ReadRate}),
+		wake:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	t.house = newStream(e, e.file, 0, &api.StreamConfig{Name: "$TIER"}, time.Time{})
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.mu.inflight = map[string]bool{}
+	t.compacting = map[*stream]*pendingCompaction{}
+	t.gcDue.Store(true) // intents a crash left are cleaned up at start
+	return t
+}
+
+func (t *tiering) garbageQueued() {
+	t.gcDue.Store(true)
+	t.poke()
+}
+
+func (t *tiering) poke() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (t *tiering) run() {
+	defer close(t.done)
+	tick := time.NewTicker(t.opts.Interval)
+	defer tick.Stop()
+	lastGC := time.Time{}
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-t.wake:
+		case <-tick.C:
+		}
+		t.mu.Lock()
+		wait := time.Now().Before(t.mu.retryAt)
+		t.mu.Unlock()
+		if wait {
+			continue
+		}
+		if t.gcDue.Swap(false) || time.Since(lastGC) > time.Minute {
+			lastGC = time.Now()
+			if err := t.collect(); err != nil {
+				t.failed("delete", err)
+				t.gcDue.Store(true)
+				continue
+			}
+		}
+		if err := t.move(); err != nil {
+			t.failed("upload", err)
+			continue
+		}
+		t.mu.Lock()
+		t.mu.backoff, t.mu.lastErr = 0, ""
+		t.mu.Unlock()
+	}
+}
+
+// failed backs the mover off (doubling to a minute): the object store
+// is slow, failing or down, and publishes go on meanwhile.
+func (t *tiering) failed(what string, err error) {
+	t.mu.Lock()
+	t.mu.backoff = min(max(2*t.mu.backoff, 100*time.Millisecond), time.Minute)
+	t.mu.retryAt = time.Now().Add(t.mu.backoff)
+	t.mu.lastErr = what + ": " + err.Error()
+	b := t.mu.backoff
+	t.mu.Unlock()
+	t.e.log.Warn("tier: "+what+" failed; backing off", "store", t.st.String(), "retry_in", b, "err", err)
+}
+
+func (t *tiering) close() {
+	t.cancel()
+	close(t.stop)
+	<-t.done
+}
+
+// leads reports whether ap is an apply path of this node: the node's own
+// (R1 streams), or a partition's of the term this node leads it in. Only
+// there may the mover seal and commit: a replicated stream's manifest
+// changes as an entry of its partition, which every replica commits.
+func (t *tiering) leads(ap *applier) bool {
+	return ap == t.e.file || ap.group != nil && !ap.lost.Load()
+}
+
+// candidates lists the node's attached file streams with their local
+// (hot) bytes, and the node's total.
+func (t *tiering) candidates() (list []*stream, hot []uint64, total uint64) {
+	list, hot, _, total = t.candidatesOf()
+	return list, hot, total
+}
+
+// candidatesOf is candidates with each stream's account name.
+func (t *tiering) candidatesOf() (list []*stream, hot []uint64, accts []string, total uint64) {
+	t.e.mu.Lock()
+	accounts := make([]*jsAccount, 0, len(t.e.mu.accounts))
+	for _, a := range t.e.mu.accounts {
+		accounts = append(accounts, a)
+	}
+	t.e.mu.Unlock()
+	for _, a := range accounts {
+		for _, s := range a.sortedStreams() {
+			if !t.leads(s.ap) {
+				continue
+			}
+			s.mu.Lock()
+			h := s.mu.state.Bytes - min(s.mu.state.Bytes, s.mu.cold.bytes)
+			ok := !s.mu.removed && !s.mu.detached && s.mu.cfg.Storage == api.FileStorage
+			s.mu.Unlock()
+			if ok {
+				list, hot, accts = append(list, s), append(hot, h), append(accts, a.acc.Name())
+				total += h
+			}
+		}
+	}
+	return list, hot, accts, total
+}
+
+// move seals and uploads segments while the policy asks for them: with a
+// budget, from the stream holding the most local bytes, from 90 % of the
+// budget down to 80 %; without one, from any stream holding more than
+// two segments' worth.
+func (t *tiering) move() error {
+	for range 16 {
+		list, hot, total := t.candidates()
+		budget := uint64(t.opts.LocalBytes)
+		seg := uint64(t.opts.SegmentBytes)
+		t.mu.Lock()
+		t.mu.local = total
+		if budget > 0 {
+			switch {
+			case total >= budget*9/10:
+				t.mu.active = true
+			case total <= budget*8/10:
+				t.mu.active = false
+			}
+			if over := total > budget; over != t.mu.over {
+				t.mu.over = over
+				if over {
+					t.e.log.Warn("tier: local message bytes over budget", "local", total, "budget", budget)
+				} else {
+					t.e.log.Info("tier: local message bytes back within budget", "local", total, "budget", budget)
+				}
+			}
+		}
+		active := t.mu.active
+		t.mu.Unlock()
+		if did, err := t.rewrite(list); err != nil || did {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		var pick *stream
+		var best uint64
+		for i, s := range list {
+			eligible := hot[i] > best && (budget > 0 && active || budget == 0 && hot[i] > 2*seg)
+			if eligible {
+				pick, best = s, hot[i]
+			}
+		}
+		if pick == nil {
+			t.compactAll()
+			return nil
+		}
+		n, err := t.seal(pick, budget > 0)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			t.compactAll()
+			return nil // nothing sealable yet (not durable, or one message)
+		}
+	}
+	t.poke() // more to do: come straight back
+	return nil
+}
+
+var errSealFull = errors.New("segment full")
+
+// seal builds, uploads and commits one segment of s from its cold floor:
+// up to SegmentBytes of durable messages, never the stream's last one
+// (start-up reads its headers). It returns the messages sealed.
+func (t *tiering) seal(s *stream, underBudget bool) (int, error) {
+	s.mu.Lock()
+	floor := max(s.coldFloorLocked(), s.mu.state.FirstSeq)
+	last, name := s.mu.state.LastSeq, s.mu.cfg.Name
+	s.mu.Unlock()
+	hi := min(s.durable.Load(), last-1)
+	if last == 0 || floor > hi {
+		return 0, nil
+	}
+	var recs []tier.Record
+	var metas []store.Message
+	var bytes uint64
+	err := s.ap.st.ScanMsgs(s.id, floor, hi+1, func(m *store.Message) error {
+		if m.Cold {
+			return errSealFull // a stub above the floor: never, but never tier it twice
+		}
+		recs = append(recs, tier.Record{Seq: m.Seq, Time: m.Time, TTL: m.TTL, Subject: m.Subject,
+			Header: append([]byte(nil), m.Header...), Data: append([]byte(nil), m.Data...)})
+		metas = append(metas, store.Message{Seq: m.Seq, Subject: m.Subject, Time: m.Time, TTL: m.TTL,
+			HdrLen: len(m.Header), DataLen: len(m.Data)})
+		bytes += msgSize(m.Subject, m.Header, m.Data)
+		if bytes >= uint64(t.opts.SegmentBytes) {
+			return errSealFull
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errSealFull) {
+		return 0, err
+	}
+	if len(recs) == 0 || !underBudget && bytes < uint64(t.opts.SegmentBytes) {
+		return 0, nil
+	}
+	first, lastSeq := floor, recs[len(recs)-1].Seq
+	seg, err := t.upload(s, name, first, lastSeq, bytes, recs, metas)
+	if err != nil {
+		return 0, err
+	}
+	if r := s.ap.apply(&proposal{s: s, kind: propColdCommit, cold: &sealed{seg: seg, msgs: metas}}); r.err != nil {
+		t.gcDue.Store(true)
+		return 0, r.err
+	}
+	t.uploads.Add(1)
+	t.uploadBytes.Add(seg.Size)
+	t.e.log.Info("tier: uploaded segment", "stream", name, "first", first, "last", lastSeq, "msgs", len(metas),
+		"bytes", seg.Size, "key", seg.Key)
+	t.compactLater(s, first, lastSeq, seg.Size)
+	return len(metas), nil
+}
+
+// upload records the intent for a new object of s covering [first,
+// last], builds the segment and puts it. The caller commits it; until
+// then the intent names the object for the deleter.
+func (t *tiering) upload(s *stream, name string, first, last, bytes uint64, recs []tier.Record, metas []store.Message) (store.Segment, error) {
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	key := tier.SegmentKey(t.opts.Node, s.id, s.created.UnixNano(), first, last, hex.EncodeToString(id[:]))
+	t.mu.Lock()
+	t.mu.inflight[key] = true
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		delete(t.mu.inflight, key)
+		t.mu.Unlock()
+	}()
+	if r := s.ap.apply(&proposal{s: s, kind: propColdIntent, coldKey: key}); r.err != nil {
+		return store.Segment{}, r.err
+	}
+	built, err := tier.Build(tier.SegmentHeader{Stream: s.id, Incarnation: s.created.UnixNano(), Name: name,
+		First: first, Last: last, Bytes: bytes}, recs, int(t.opts.BlockBytes))
+	if err != nil {
+		return store.Segment{}, err
+	}
+	ctx, cancel := context.WithTimeout(t.ctx, t.opts.UploadTimeout)
+	err = t.st.Put(ctx, key, built.Object)
+	cancel()
+	if err != nil {
+		t.uploadErrors.Add(1)
+		t.gcDue.Store(true) // the intent names what may be in the store
+		return store.Segment{}, err
+	}
+	return store.Segment{First: first, Last: last, Key: key, Size: int64(len(built.Object)), IndexOff: built.IndexOff,
+		Msgs: uint64(len(metas)), Bytes: bytes, MinTime: metas[0].Time, MaxTime: metas[len(metas)-1].Time}, nil
+}
+
+// rewrite replaces a segment whose object mostly holds deleted messages
+// (or one an erased message was in) by one holding only its live
+// messages, read back through the cache. It returns whether it did.
+func (t *tiering) rewrite(list []*stream) (bool, error) {
+	for _, s := range list {
+		s.mu.Lock()
+		cs := s.rewriteWantedLocked()
+		var old store.Segment
+		if cs != nil {
+			old = cs.seg
+			cs.erase = false // asked again only by a later erase
+		}
+		name := s.mu.cfg.Name
+		s.mu.Unlock()
+		if cs == nil {
+			continue
+		}
+		var stubs []store.Message
+		if err := s.ap.st.ScanMsgs(s.id, old.First, old.Last+1, func(m *store.Message) error {
+			stubs = append(stubs, store.Message{Seq: m.Seq, Subject: m.Subject, Time: m.Time, TTL: m.TTL, Cold: m.Cold, HdrLen: m.HdrLen, DataLen: m.DataLen})
+			return nil
+		}); err != nil {
+			return false, err
+		}
+		var recs []tier.Record
+		var metas []store.Message
+		var bytes uint64
+		for _, m := range stubs {
+			meta := m
+			if err := s.hydrate(t.ctx, &m); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					continue // the segment went meanwhile
+				}
+				return false, err
+			}
+			recs = append(recs, tier.Record{Seq: m.Seq, Time: m.Time, TTL: m.TTL, Subject: m.Subject, Header: m.Header, Data: m.Data})
+			metas = append(metas, meta)
+			bytes += storedSize(&meta)
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		seg, err := t.upload(s, name, old.First, old.Last, bytes, recs, metas)
+		if err != nil {
+			return false, err
+		}
+		if r := s.ap.apply(&proposal{s: s, kind: propColdRewrite, coldKey: old.Key, cold: &sealed{seg: seg, msgs: metas}}); r.err != nil {
+			t.gcDue.Store(true)
+			return false, r.err
+		}
+		t.rewrites.Add(1)
+		t.e.log.Info("tier: rewrote segment", "stream", name, "first", old.First, "last", old.Last,
+			"live", len(metas), "of", old.Msgs, "key", seg.Key, "old_key", old.Key)
+		return true, nil
+	}
+	return false, nil
+}
+
+// pendingCompaction is a stream's tiered range whose replaced bodies
+// still take disk space: it comes back when the range is compacted, not
+// when the batch commits. Mover goroutine only.
+type pendingCompaction struct {
+	s           *stream
+	first, last uint64
+	bytes       int64
+}
+
+// compactLater notes a tiered range and compacts once half a budget's
+// worth (at least two segments') has accumulated: the data directory stays
+// within a few budgets, and forced compactions, which cost the most CPU
+// of all tiering does, stay rare.
+func (t *tiering) compactLater(s *stream, first, last uint64, n int64) {
+	pc := t.compacting[s]
+	if pc == nil {
+		pc = &pendingCompaction{s: s, first: first}
+		t.compacting[s] = pc
+	}
+	pc.last, pc.bytes = last, pc.bytes+n
+	if pc.bytes < max(t.opts.LocalBytes/2, 2*t.opts.SegmentBytes) {
+		return
+	}
+	// Pebble's own compactions free most of it as they go; force one
+	// (over everything tiered since the last) only while the store takes
+	// more than three budgets on disk.
+	if u := s.ap.st.DiskUsage(); t.opts.LocalBytes > 0 && u > 0 && u <= 3*uint64(t.opts.LocalBytes) {
+		return
+	}
+	t.compactNow(pc)
+}
+
+// compactAll compacts every noted range: the mover has nothing more to
+// move for now.
+func (t *tiering) compactAll() {
+	for _, pc := range t.compacting {
+		t.compactNow(pc)
+	}
+}
+
+func (t *tiering) compactNow(pc *pendingCompaction) {
+	delete(t.compacting, pc.s)
+	if err := pc.s.ap.st.CompactMsgs(pc.s.id, pc.first, pc.last); err != nil {
+		t.e.log.Warn("tier: compaction after upload failed", "stream", pc.s.id, "err", err)
+	}
+}
+
+// collect deletes the objects pending records name, except uploads in
+// progress, and then the records. Deletes are idempotent, so a crash
+// between the two only repeats one.
+func (t *tiering) collect() error {
+	type scope struct {
+		ap     *applier
+		lo, hi uint64
+	}
+	scopes := []scope{{t.e.file, 0, 1 << partitionShift}}
+	if c := t.e.cl; c != nil {
+		c.mu.Lock()
+		for g, ap := range c.mu.parts {
+			scopes = append(scopes, scope{ap, uint64(g) << partitionShift, uint64(g+1) << partitionShift})
+		}
+		c.mu.Unlock()
+	}
+	for _, sc := range scopes {
+		if err := t.collectIn(sc.ap, sc.lo, sc.hi); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// collectIn is collect for the streams with ids in [lo, hi), whose
+// apply path is ap.
+func (t *tiering) collectIn(ap *applier, lo, hi uint64) error {
+	var todo []store.PendingObject
+	err := t.e.opts.Store.PendingObjects(lo, hi, func(p store.PendingObject) error {
+		todo = append(todo, p)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range todo {
+		t.mu.Lock()
+		busy := t.mu.inflight[p.Key]
+		t.mu.Unlock()
+		if busy {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(t.ctx, t.opts.UploadTimeout)
+		err := t.st.Delete(ctx, p.Key)
+		cancel()
+		if err != nil {
+			t.deleteErrors.Add(1)
+			return err
+		}
+		t.cache.Forget(p.Key)
+		if r := ap.apply(&proposal{s: t.house, kind: propColdForget, seq: p.Stream, coldKey: p.Key}); r.err != nil {
+			return r.err
+		}
+		t.deletes.Add(1)
+		t.e.log.Info("tier: deleted object", "key", p.Key, "garbage", p.Garbage)
+	}
+	return nil
+}
