@@ -274,8 +274,10 @@ func (g *Group) Repair() error {
 	if err != nil {
 		return fmt.Errorf("group %d: repair: stop: %w", g.id, err)
 	}
-	// From here a failure leaves the group stopped on this node; its
-	// state is reset or marked for repair, so a restart rejoins.
+	// From here a failure leaves the group stopped on this node until
+	// it restarts: with its state reset, it then rejoins; with the reset
+	// not committed, it starts on its old copy, which the next digest
+	// check finds again.
 	if err := g.n.cfg.Reset(g.id); err != nil {
 		return fmt.Errorf("group %d: repair: reset: %w", g.id, err)
 	}
