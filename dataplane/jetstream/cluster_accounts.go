@@ -183,15 +183,15 @@ func (c *clusterState) checkTierLimits(a *jsAccount, cfg *api.StreamConfig, have
 	}
 	var streams int
 	var reserved int64
-	for _, other := range c.catalog.streams(a.acc.Name()) {
+	c.catalog.each(a.acc.Name(), func(other *assignment) {
 		if other.Name == cfg.Name || !inTier(tier, other.Config.Replicas) {
-			continue
+			return
 		}
 		streams++
 		if oc := other.Config; oc.MaxBytes > 0 && oc.Storage == cfg.Storage {
 			reserved = satAdd(reserved, oc.MaxBytes*replicaFactor(tier, oc.Replicas))
 		}
-	}
+	})
 	if have == nil && tl.MaxStreams > 0 && streams >= tl.MaxStreams {
 		return api.NewMaxStreamsReachedError()
 	}

@@ -115,13 +115,7 @@ func (c *clusterState) catalogNames(account, filter string) []*assignment {
 	if filter == "" {
 		return c.catalog.streams(account)
 	}
-	idx, of := c.catalogIndex(account, "")
-	matched := idx.matching(filter)
-	out := make([]*assignment, 0, len(matched))
-	for _, s := range matched {
-		out = append(out, of[s])
-	}
-	return out
+	return c.catalog.matching(account, filter)
 }
 
 // gatherTimeout bounds the meta leader's wait for the infos of streams

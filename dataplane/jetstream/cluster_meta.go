@@ -69,18 +69,70 @@ type metaCatalog struct {
 	// a deleted stream's records may still be on a replica that has not
 	// applied the delete, and must never be taken for a new stream's.
 	last map[uint16]uint64 // guarded by mu
+	// index files each account's streams in a stream index, the one a
+	// single node checks subjects with, kept up to date by put and
+	// remove: a create's overlap check costs what it costs on one node,
+	// not a rebuild of the account's whole index. Guarded by mu.
+	index map[string]*catalogIndex
+}
+
+// catalogIndex is one account's streams in a stream index, each
+// assignment filed through a stand-in stream.
+type catalogIndex struct {
+	idx   *streamIndex
+	stand map[string]*stream      // by stream name
+	of    map[*stream]*assignment // the assignment each stand-in is for
 }
 
 func newMetaCatalog() *metaCatalog {
 	return &metaCatalog{accounts: map[string]map[string]*assignment{}, byID: map[uint64]*assignment{},
-		count: map[uint16]int{}, owned: map[string]int{}, last: map[uint16]uint64{}}
+		count: map[uint16]int{}, owned: map[string]int{}, last: map[uint16]uint64{}, index: map[string]*catalogIndex{}}
 }
 
 // replace takes other's contents (a snapshot's catalog).
 func (m *metaCatalog) replace(other *metaCatalog) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.accounts, m.byID, m.count, m.owned, m.last = other.accounts, other.byID, other.count, other.owned, other.last
+	m.accounts, m.byID, m.count, m.owned, m.last, m.index = other.accounts, other.byID, other.count, other.owned, other.last, other.index
+}
+
+// overlaps reports whether subjects overlap those of a stream of account
+// other than the one named except.
+func (m *metaCatalog) overlaps(account, except string, subjects []string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	x := m.index[account]
+	if x == nil {
+		return false
+	}
+	return x.idx.overlaps(subjects, x.stand[except])
+}
+
+// matching lists the account's assignments with a subject overlapping
+// filter, in name order.
+func (m *metaCatalog) matching(account, filter string) []*assignment {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	x := m.index[account]
+	if x == nil {
+		return nil
+	}
+	matched := x.idx.matching(filter)
+	out := make([]*assignment, 0, len(matched))
+	for _, s := range matched {
+		out = append(out, x.of[s])
+	}
+	return out
+}
+
+// each calls fn with every assignment of account, in no order, under
+// the catalog's lock: fn must not call back into the catalog.
+func (m *metaCatalog) each(account string, fn func(*assignment)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, a := range m.accounts[account] {
+		fn(a)
+	}
 }
 
 // lastPrefix starts the meta records of each group's highest assigned
@@ -122,6 +174,14 @@ func (m *metaCatalog) put(a *assignment) {
 	}
 	m.accounts[a.Account][a.Name] = a
 	m.byID[a.ID] = a
+	x := m.index[a.Account]
+	if x == nil {
+		x = &catalogIndex{idx: newStreamIndex(1), stand: map[string]*stream{}, of: map[*stream]*assignment{}}
+		m.index[a.Account] = x
+	}
+	s := &stream{}
+	x.idx.put(s, a.Config)
+	x.stand[a.Name], x.of[s] = s, a
 	g := a.group()
 	m.count[g]++
 	if g == 0 {
@@ -139,10 +199,27 @@ func (m *metaCatalog) remove(account, name string) {
 	}
 }
 
+// unindexLocked takes a's stand-in out of its account's index.
+func (m *metaCatalog) unindexLocked(a *assignment) {
+	x := m.index[a.Account]
+	if x == nil {
+		return
+	}
+	if s := x.stand[a.Name]; s != nil && x.of[s] == a {
+		x.idx.remove(s)
+		delete(x.stand, a.Name)
+		delete(x.of, s)
+	}
+	if len(x.stand) == 0 {
+		delete(m.index, a.Account)
+	}
+}
+
 // forgetLocked takes a out of the id index and the counts; its id stays
 // used (last).
 func (m *metaCatalog) forgetLocked(a *assignment) {
 	delete(m.byID, a.ID)
+	m.unindexLocked(a)
 	g := a.group()
 	m.count[g]--
 	if g == 0 {
@@ -524,28 +601,7 @@ func (c *clusterState) checkCreate(a *jsAccount, cfg *api.StreamConfig) *api.Err
 // overlaps reports whether subjects overlap another stream of the account
 // in the catalog, by the same index a single node checks with.
 func (c *clusterState) overlaps(account, name string, subjects []string) bool {
-	idx, _ := c.catalogIndex(account, name)
-	return idx.overlaps(subjects, nil)
-}
-
-// catalogIndex files the account's catalog streams but except (the one
-// being updated; "" for none) in a stream index, so that catalog-wide
-// checks and listings use the mechanism a single node uses on its own
-// streams. Each stand-in stream maps back to its assignment. Meta
-// operations and listings are rare beside publishes: the index is built
-// for the one call.
-func (c *clusterState) catalogIndex(account, except string) (*streamIndex, map[*stream]*assignment) {
-	all := c.catalog.streams(account)
-	idx := newStreamIndex(len(all))
-	of := make(map[*stream]*assignment, len(all))
-	for _, asg := range all {
-		if asg.Name != except {
-			s := &stream{}
-			idx.put(s, asg.Config)
-			of[s] = asg
-		}
-	}
-	return idx, of
+	return c.catalog.overlaps(account, name, subjects)
 }
 
 // peerDigits is the alphabet of peer hashes, as nats-server prints them.

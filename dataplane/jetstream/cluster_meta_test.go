@@ -74,3 +74,46 @@ func TestStreamIDsNeverReused(t *testing.T) {
 		t.Fatalf("after a restart S3 got id %d, S2 had %d", third, second)
 	}
 }
+
+// TestCatalogIndexKeptUpToDate: the catalog's per-account subject index
+// follows puts, updates and removes, so a create's overlap check and a
+// filtered listing see exactly the catalog, without rebuilding anything.
+func TestCatalogIndexKeptUpToDate(t *testing.T) {
+	m := newMetaCatalog()
+	put := func(account, name string, id uint64, subjects ...string) {
+		m.put(&assignment{Account: account, Name: name, ID: id, Config: &api.StreamConfig{Name: name, Subjects: subjects}})
+	}
+	put("A", "S1", 1, "orders.>")
+	put("A", "S2", 2, "billing.*")
+	put("B", "S1", 3, "orders.>")
+	for _, tc := range []struct {
+		account, except string
+		subjects        []string
+		want            bool
+	}{
+		{"A", "", []string{"orders.new"}, true},
+		{"A", "S1", []string{"orders.new"}, false}, // its own subjects, on an update
+		{"A", "", []string{"billing.x.y"}, false},
+		{"A", "", []string{">"}, true},
+		{"C", "", []string{">"}, false},
+	} {
+		if got := m.overlaps(tc.account, tc.except, tc.subjects); got != tc.want {
+			t.Errorf("overlaps(%s, except %q, %v) = %v", tc.account, tc.except, tc.subjects, got)
+		}
+	}
+	put("A", "S1", 1, "shipping.>") // an update files the new subjects
+	if m.overlaps("A", "", []string{"orders.x"}) || !m.overlaps("A", "", []string{"shipping.x"}) {
+		t.Fatal("an update left the old subjects filed")
+	}
+	if got := m.matching("A", "shipping.>"); len(got) != 1 || got[0].Name != "S1" {
+		t.Fatalf("matching: %v", got)
+	}
+	m.remove("A", "S1")
+	m.remove("A", "S2")
+	if m.overlaps("A", "", []string{">"}) || len(m.matching("A", ">")) != 0 {
+		t.Fatal("removed streams still filed")
+	}
+	if !m.overlaps("B", "", []string{"orders.x"}) {
+		t.Fatal("another account's stream lost")
+	}
+}
