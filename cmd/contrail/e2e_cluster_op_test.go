@@ -141,7 +141,19 @@ func TestClusterOperatorAccounts(t *testing.T) {
 	}
 	t.Logf("leaders %v", leaders)
 	if far == "" {
-		t.Fatalf("every R3 stream is led by n1 (%v): nothing crosses a node", leaders)
+		// Early on n1 may lead every partition these streams went to
+		// (the balancer has not run yet): hand one of them to another
+		// node, as an operator would.
+		far = "S1"
+		to := nodes[1].ID
+		r := clusterAPI(t, ncA, "$JS.API.STREAM.LEADER.STEPDOWN."+far, `{"placement":{"preferred":"`+to+`"}}`)
+		if !r.Success {
+			t.Fatalf("stepdown of %s to %s: %+v", far, to, r.Error)
+		}
+		waitFor(t, clusterTimeout(), far+" led by "+to, func() bool {
+			l, _ := streamLeader(t, jsA, nodes, far)
+			return l.ID == to
+		})
 	}
 	subj := strings.ToLower(far) + ".x"
 	for i := range 10 {
