@@ -192,7 +192,15 @@ func (a *jsAccount) serve(req apiRequest) {
 		a.metaServe(req, strings.TrimSuffix(op[:len(op)-len(name)], "."), name)
 		return
 	}
-	if resp := r.serve(a, req, name); resp != nil {
+	resp := r.serve(a, req, name)
+	if req.asg != nil && replyCarries(resp, isNotAppended) {
+		// A committed meta entry's request that found its partition gone
+		// from this node: it will happen, and the partition's next leader
+		// runs it again and answers (keepEntry). A 10008 would tell the
+		// client it did not.
+		return
+	}
+	if resp != nil {
 		a.reply(req.reply, resp)
 	}
 }

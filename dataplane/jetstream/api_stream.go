@@ -220,6 +220,13 @@ func (a *jsAccount) streamDelete(req apiRequest, name string) any {
 		return streamErr(typ, api.NewNotEnabledForAccountError())
 	}
 	s := a.lookup(name)
+	if req.asg != nil && (s == nil || s.id != req.asg.ID) {
+		// A committed meta delete run again by the partition's next
+		// leader: the stream it names is gone already (its previous
+		// leader deleted it, or take dropped it as an orphan). A stream
+		// of that name here now is a later one, not this request's.
+		return &api.SuccessResponse{Response: api.Response{Type: typ}, Success: true}
+	}
 	if s == nil {
 		return streamErr(typ, api.NewStreamNotFoundError())
 	}

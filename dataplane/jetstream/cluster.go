@@ -115,9 +115,13 @@ func isFateUnknown(err error) bool {
 
 // replyFateUnknown reports whether resp, an API reply, carries
 // errFateUnknown and so must not be sent.
-func replyFateUnknown(resp any) bool {
+func replyFateUnknown(resp any) bool { return replyCarries(resp, isFateUnknown) }
+
+// replyCarries reports whether resp, an API reply, carries an error that
+// is recognises.
+func replyCarries(resp any, is func(error) bool) bool {
 	e, ok := resp.(interface{ ToError() error })
-	return ok && isFateUnknown(e.ToError())
+	return ok && is(e.ToError())
 }
 
 // clusterState is a clustered engine's view of the raft groups: the meta
@@ -135,11 +139,12 @@ type clusterState struct {
 		// whose id lies in partition g and is live on this node uses
 		// parts[g]; a term's applier is never reused by the next term.
 		parts map[uint16]*applier // guarded by mu
-		// deferred holds, by partition, meta entries applied while this
-		// node was becoming the partition's leader (raft says leader,
-		// its streams not loaded yet): take runs them once loaded, so a
-		// create's answer is not lost to the hand-over.
-		deferred map[uint16][]*metaEntry // guarded by mu
+		// unserved holds, by partition, meta entries applied while this
+		// node did not serve the partition (see keepEntry): take runs
+		// them once the partition is loaded here, so a request the
+		// previous leader never got to answer is not lost to the
+		// hand-over.
+		unserved map[uint16][]keptEntry // guarded by mu
 		// metaReady: this node leads the meta group and has applied every
 		// entry committed before it became leader, so its catalog can
 		// assign ids and check names.
@@ -169,7 +174,7 @@ type clusterState struct {
 func newClusterState(e *Engine) *clusterState {
 	c := &clusterState{e: e, catalog: newMetaCatalog(), digests: newDigests(), quit: make(chan struct{})}
 	c.mu.parts = map[uint16]*applier{}
-	c.mu.deferred = map[uint16][]*metaEntry{}
+	c.mu.unserved = map[uint16][]keptEntry{}
 	c.mu.since = map[uint16]time.Time{}
 	return c
 }
@@ -327,7 +332,9 @@ func (c *clusterState) metaLeader() bool {
 // once every committed entry is applied here, a new applier (this term's)
 // is started and each stream of the partition is read from the store, as
 // start-up reads streams, and attached. Streams the catalog assigns to g
-// that the partition does not hold yet are created.
+// that the partition does not hold yet are created, those it deleted are
+// removed (dropOrphans), and the meta entries kept for g (keepEntry) are
+// run, answering what the previous leader did not.
 func (c *clusterState) take(g uint16) bool {
 	grp := c.r.Group(g)
 	if err := grp.Barrier(replicateTimeout); err != nil {
@@ -352,6 +359,7 @@ func (c *clusterState) take(g uint16) bool {
 		_ = grp.TransferLeadership("")
 		return false
 	}
+	streams = c.dropOrphans(g, streams)
 	have := map[uint64]bool{}
 	for _, s := range streams {
 		have[s.id] = true
@@ -366,8 +374,8 @@ func (c *clusterState) take(g uint16) bool {
 	// streams must find the stream loaded.
 	c.mu.Lock()
 	c.mu.parts[g] = ap
-	deferred := c.mu.deferred[g]
-	delete(c.mu.deferred, g)
+	kept := c.mu.unserved[g]
+	delete(c.mu.unserved, g)
 	c.mu.Unlock()
 	for _, asg := range c.catalog.inGroup(g) {
 		if !have[asg.ID] {
@@ -375,8 +383,11 @@ func (c *clusterState) take(g uint16) bool {
 		}
 	}
 	c.ledSince(g, time.Now())
-	for _, ent := range deferred {
-		c.serveEntry(ent)
+	now := e.opts.Now()
+	for _, k := range kept {
+		if k.live(now) {
+			c.serveEntry(k.ent)
+		}
 	}
 	e.log.Info("jetstream partition led here", "group", g, "streams", len(streams))
 	return true

@@ -403,7 +403,8 @@ func (f *metaFSM) Restore(rc io.ReadCloser) error {
 // entry for a stream held here, of an account not registered here (or
 // with entries already waiting), waits for the account (see
 // cluster_accounts.go); every node asks for the accounts the catalog
-// names, so any of them can lead their streams later.
+// names, so any of them can lead their streams later. An entry for a
+// partition not served here is kept for a while (keepEntry).
 func (c *clusterState) applyMeta(ent *metaEntry) {
 	asg := ent.Asg
 	switch ent.Op {
@@ -412,30 +413,87 @@ func (c *clusterState) applyMeta(ent *metaEntry) {
 	case metaDelete:
 		c.catalog.remove(asg.Account, asg.Name)
 	}
-	if c.deferEntry(ent) {
+	if c.keepEntry(ent) {
+		if c.e.account(asg.Account) == nil && ent.Op != metaDelete {
+			c.needAccount(asg.Account, nil)
+		}
 		return
 	}
 	c.serveEntry(ent)
 }
 
-// maxDeferred bounds the meta entries one partition keeps for its
-// leadership hand-over; past it their requests go unanswered (the
-// clients retry), as when no node leads the partition.
-const maxDeferred = 1024
+// maxKept and maxKeptBytes bound the meta entries kept for one partition
+// (keepEntry); past them the oldest go, and their requests go unanswered
+// if this node takes the partition (the clients retry), as when no node
+// leads it.
+const (
+	maxKept      = 1024
+	maxKeptBytes = 4 << 20
+)
 
-// deferEntry keeps ent for the partition's loading if this node is
-// becoming its leader (raft leader, streams not yet loaded), and says so.
-func (c *clusterState) deferEntry(ent *metaEntry) bool {
+// keepAnswerFor is how long an entry kept for a partition not served
+// here is still run if this node takes the partition: longer than a
+// client waits for its answer (nats.go and the nats CLI give up after
+// 5 s), short enough that a request older than that is not replayed
+// over what the partition's leader did since.
+const keepAnswerFor = 10 * time.Second
+
+// keptEntry is a meta entry kept for a partition this node did not
+// serve when the entry was applied.
+type keptEntry struct {
+	ent *metaEntry
+	// until is when the entry is no longer worth running here; zero
+	// while this node was already becoming the partition's leader (raft
+	// says leader, streams not loaded), which runs it however long the
+	// loading takes.
+	until time.Time
+}
+
+// live reports whether k is still to be run at now.
+func (k keptEntry) live(now time.Time) bool { return k.until.IsZero() || now.Before(k.until) }
+
+// keepEntry keeps ent for take if this node does not serve its partition
+// now, and says so. The node that did may lose the partition before it
+// answers (the entry's request then fails there as never appended, and
+// is not answered): whichever node takes the partition next has the
+// entry and answers, as nats-server's new stream leader answers a create
+// its predecessor did not. Of a node already becoming the leader, the
+// entry is run however late; of any other, while a client may still be
+// waiting (keepAnswerFor). Entries without a request are not kept: take
+// materializes what the catalog assigns anyway.
+//
+// Invariant: the check and the keeping are one step under c.mu, the lock
+// take sets the partition under, so each entry is either kept (and run
+// by take) or served now, never both.
+func (c *clusterState) keepEntry(ent *metaEntry) bool {
 	g := ent.Asg.group()
 	if g == 0 {
 		return false
 	}
+	becoming := c.r.Group(g).IsLeader()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mu.parts[g] != nil || !c.r.Group(g).IsLeader() || len(c.mu.deferred[g]) >= maxDeferred {
+	if c.mu.parts[g] != nil {
 		return false
 	}
-	c.mu.deferred[g] = append(c.mu.deferred[g], ent)
+	if ent.Subject == "" && !becoming {
+		return true // nothing to answer; take materializes what is assigned
+	}
+	k := keptEntry{ent: ent}
+	if !becoming {
+		k.until = c.e.opts.Now().Add(keepAnswerFor)
+	}
+	kept := append(c.mu.unserved[g], k)
+	// Drop what expired, then the oldest past the bounds.
+	now, size, from := c.e.opts.Now(), 0, 0
+	for i := len(kept) - 1; i >= 0; i-- {
+		size += len(kept[i].ent.Body)
+		if !kept[i].live(now) || len(kept)-i > maxKept || size > maxKeptBytes {
+			from = i + 1
+			break
+		}
+	}
+	c.mu.unserved[g] = append(kept[:0:0], kept[from:]...)
 	return true
 }
 

@@ -84,3 +84,31 @@ func (e *Engine) dropStreamsOf(ap *applier) {
 		e.untrack(s)
 	}
 }
+
+// dropOrphans removes from streams, read from partition g as this node
+// takes it, those the catalog deleted while no leader of g could: their
+// delete entry applied when no node served the partition, or the
+// previous leader's removal never committed. Left loaded, such a stream
+// would capture its subjects unseen by the catalog. Each is removed
+// through the partition's log, so every copy drops it.
+//
+// A stream is an orphan only if its id is at most the highest id the
+// catalog here has assigned in g: ids are assigned in meta log order and
+// never reused, so such a stream's create entry was applied here, and
+// its absence means a later delete. A higher id is a create this node's
+// catalog has not applied yet, and stays.
+func (c *clusterState) dropOrphans(g uint16, streams []*stream) []*stream {
+	last := c.catalog.lastID(g)
+	kept := streams[:0]
+	for _, s := range streams {
+		name := s.config().Name
+		if cur := c.catalog.lookup(s.account, name); s.id > last || cur != nil && cur.ID == s.id {
+			kept = append(kept, s)
+			continue
+		}
+		r := s.ap.apply(&proposal{s: s, kind: propRemove})
+		c.e.log.Info("jetstream: stream the catalog deleted removed from its partition",
+			"group", g, "account", s.account, "stream", name, "id", s.id, "err", r.err)
+	}
+	return kept
+}

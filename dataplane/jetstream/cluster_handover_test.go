@@ -1,0 +1,189 @@
+package jetstream
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
+	"github.com/hashicorp/raft"
+)
+
+// splitGroup disconnects every node from every other in group g only, so
+// no node can lead g; the meta group and every other partition go on.
+func splitGroup(nodes []*testNode, g uint16) {
+	for _, nd := range nodes {
+		nd.trans[g].DisconnectAll()
+	}
+}
+
+// joinGroup connects a and b again in group g.
+func joinGroup(a, b *testNode, g uint16) {
+	a.trans[g].Connect(raft.ServerAddress(b.name), b.trans[g])
+	b.trans[g].Connect(raft.ServerAddress(a.name), a.trans[g])
+}
+
+// answer is what one API request got within a client's patience.
+type answer struct {
+	body []byte
+	ok   bool
+}
+
+// callAsync sends one API request (never again) and delivers its first
+// answer within patience, or none, on the channel it returns.
+func callAsync(acc *fakeAccount, subj string, body []byte, patience time.Duration) <-chan answer {
+	ch := make(chan answer, 1)
+	go func() {
+		r, ok := callWithin(acc, subj, nil, body, patience)
+		ch <- answer{r.body, ok}
+	}()
+	return ch
+}
+
+// inStore reports whether nd's store holds stream id in partition g.
+func inStore(t *testing.T, nd *testNode, g uint16, id uint64) bool {
+	t.Helper()
+	found := false
+	lo, hi := uint64(g)<<partitionShift, uint64(g+1)<<partitionShift
+	if err := nd.st.StreamsIn(lo, hi, func(info store.StreamInfo) error {
+		found = found || info.ID == id
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// handOver runs a cluster of three with one partition, stream OLD in it,
+// and splits the partition's group: its leader, cut off, can no longer
+// commit. Meanwhile the test issues its meta requests; their entries
+// commit in the meta group and apply on every node. Then two nodes other
+// than the old leader join again, elect one of them and it takes the
+// partition. It returns the nodes, OLD's id, the old leader and the
+// function that joins the two.
+func handOver(t *testing.T, clk *walkClock) (nodes []*testNode, acc *fakeAccount, oldID uint64, old *testNode, join func() *testNode) {
+	acc = newFakeAccount("A")
+	var tweak func(*Options, *raft.Config)
+	if clk != nil {
+		tweak = func(o *Options, _ *raft.Config) {
+			if o != nil {
+				o.Now = clk.now
+			}
+		}
+	}
+	nodes = startTestClusterOn(t, []vfs.FS{vfs.NewMem(), vfs.NewMem(), vfs.NewMem()}, 1, acc, tweak)
+	waitClusterReady(t, nodes)
+	createClustered(t, acc, api.StreamConfig{Name: "OLD", Subjects: []string{"old.>"}, Replicas: 3})
+	oldID = waitAssigned(t, nodes, "A", "OLD").ID
+	old = leaderOf(nodes, 1)
+	splitGroup(nodes, 1)
+	join = func() *testNode {
+		var others []*testNode
+		for _, nd := range nodes {
+			if nd != old {
+				others = append(others, nd)
+			}
+		}
+		joinGroup(others[0], others[1], 1)
+		var next *testNode
+		waitForCond(t, "partition 1 led by a node not cut off", func() bool {
+			next = leaderOf(others, 1)
+			return next != nil
+		})
+		return next
+	}
+	return nodes, acc, oldID, old, join
+}
+
+// TestClusterMetaAnsweredAcrossHandOver: a create and a delete whose meta
+// entries commit while their partition's leader is cut off are run on
+// that leader, whose partition write cannot commit, so it says nothing
+// (a 10008 would tell the client they did not happen; they will). The
+// partition's next leader kept the entries and answers them once it has
+// taken the partition: the client hears that its create and its delete
+// happened, as with nats-server's new stream leader.
+func TestClusterMetaAnsweredAcrossHandOver(t *testing.T) {
+	nodes, acc, oldID, old, join := handOver(t, nil)
+	body, _ := json.Marshal(api.StreamConfig{Name: "NEW", Subjects: []string{"new.>"}, Replicas: 3})
+	createCh := callAsync(acc, "$JS.API.STREAM.CREATE.NEW", body, 8*time.Second)
+	deleteCh := callAsync(acc, "$JS.API.STREAM.DELETE.OLD", nil, 8*time.Second)
+	waitForCond(t, "both entries applied on every node", func() bool {
+		for _, nd := range nodes {
+			if nd.e.cl.catalog.lookup("A", "NEW") == nil || nd.e.cl.catalog.lookup("A", "OLD") != nil {
+				return false
+			}
+		}
+		return true
+	})
+	next := join()
+
+	var created api.StreamCreateResponse
+	if a := <-createCh; !a.ok || json.Unmarshal(a.body, &created) != nil || created.Error != nil || created.StreamInfo == nil || created.Config.Name != "NEW" {
+		t.Fatalf("create across the hand-over: answered %v: %s", a.ok, a.body)
+	}
+	var deleted api.SuccessResponse
+	if a := <-deleteCh; !a.ok || json.Unmarshal(a.body, &deleted) != nil || deleted.Error != nil || !deleted.Success {
+		t.Fatalf("delete across the hand-over: answered %v: %s", a.ok, a.body)
+	}
+	if a := next.e.account("A"); a.lookup("OLD") != nil || a.lookup("NEW") == nil {
+		t.Fatalf("new leader holds OLD %v, NEW %v; want only NEW", a.lookup("OLD") != nil, a.lookup("NEW") != nil)
+	}
+	if ack := publishOnce(t, acc, "new.x", "n1"); ack.Error != nil || ack.Stream != "NEW" || ack.Sequence != 1 {
+		t.Fatalf("publish to NEW: %+v", ack)
+	}
+	joinGroup(old, next, 1)
+	waitForCond(t, "OLD removed from every copy", func() bool {
+		for _, nd := range nodes {
+			if inStore(t, nd, 1, oldID) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestClusterTakeDropsOrphans: a stream deleted in the catalog while no
+// node could lead its partition, and whose delete entry is too old to be
+// run again by the time a node takes the partition, is still in the
+// partition's records. The new leader finds it absent from the catalog,
+// below the highest id assigned there, and removes it through the log
+// instead of loading it: left loaded, it would capture its subjects
+// unseen by the catalog, and a later stream on them would share them.
+func TestClusterTakeDropsOrphans(t *testing.T) {
+	clk := &walkClock{}
+	clk.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	nodes, acc, oldID, old, join := handOver(t, clk)
+	deleteCh := callAsync(acc, "$JS.API.STREAM.DELETE.OLD", nil, time.Second)
+	waitForCond(t, "the delete applied on every node", func() bool {
+		for _, nd := range nodes {
+			if nd.e.cl.catalog.lookup("A", "OLD") != nil {
+				return false
+			}
+		}
+		return true
+	})
+	// Past what a client waits: the kept entries expire.
+	clk.ns.Add(int64(2 * keepAnswerFor))
+	next := join()
+	if a := next.e.account("A"); a.lookup("OLD") != nil {
+		t.Fatal("the new leader loaded the deleted stream")
+	}
+	if !inStore(t, next, 1, oldID) {
+		// Removed through the log: wait for the follower's copy too.
+		waitForCond(t, "OLD removed from the joined copies", func() bool {
+			for _, nd := range nodes {
+				if nd != old && inStore(t, nd, 1, oldID) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	createClustered(t, acc, api.StreamConfig{Name: "OTHER", Subjects: []string{"old.>"}, Replicas: 3})
+	if ack := publishOnce(t, acc, "old.x", "o1"); ack.Error != nil || ack.Stream != "OTHER" || ack.Sequence != 1 {
+		t.Fatalf("publish on the deleted stream's subjects: %+v", ack)
+	}
+	<-deleteCh // answered or not: its client gave up long ago
+}
