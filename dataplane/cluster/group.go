@@ -40,9 +40,12 @@ type Group struct {
 	// a repair replaces it.
 	self   atomic.Pointer[raft.ServerID]
 	leader atomic.Bool
-	// stop is closed when the running raft instance is stopped for a
-	// repair, which ends the goroutines that serve it. Guarded by mu.
+	// stop is closed when the running raft instance is stopped (for a
+	// repair, or for good), which ends the goroutines that serve it and
+	// the waits on its futures. Guarded by mu; halt holds it for the
+	// futures' path, which takes no lock.
 	stop chan struct{}
+	halt atomic.Pointer[chan struct{}]
 	// repairing serialises repairs.
 	repairing sync.Mutex
 	// changed is when this node last saw the group's leadership pass
@@ -157,6 +160,7 @@ func (g *Group) launchLocked(id raft.ServerID, bootstrap bool) error {
 	g.r.Store(r)
 	g.mu.launched = true
 	g.stop = make(chan struct{})
+	g.halt.Store(&g.stop)
 	g.readyOnce.Do(func() { close(g.ready) })
 	// Every change of leader this node learns of, as raft sees it, not
 	// as sampled: a stepdown and a stepdown back between two looks at
@@ -302,7 +306,14 @@ func (g *Group) shutdown() error {
 		return nil
 	}
 	g.leader.Store(false)
-	if err := g.r.Load().Shutdown().Error(); err != nil {
+	err := g.r.Load().Shutdown().Error()
+	g.mu.Lock()
+	if g.mu.launched {
+		g.mu.launched = false
+		close(g.stop)
+	}
+	g.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("group %d: shutdown: %w", g.id, err)
 	}
 	return nil
@@ -334,21 +345,21 @@ func (g *Group) Raft() *raft.Raft { return g.raft() }
 // future's Response is the FSM's answer once the entry is committed and
 // applied here.
 func (g *Group) Apply(data []byte, timeout time.Duration) raft.ApplyFuture {
-	r := g.raft()
+	halt, r := g.halt.Load(), g.raft()
 	if r == nil {
 		return errorFuture{ErrNotStarted}
 	}
-	return r.Apply(data, timeout)
+	return newStoppable(r.Apply(data, timeout), *halt)
 }
 
 // ApplyLog proposes an entry carrying l's Data and Extensions (raft
 // takes only those), as Apply does.
 func (g *Group) ApplyLog(l raft.Log, timeout time.Duration) raft.ApplyFuture {
-	r := g.raft()
+	halt, r := g.halt.Load(), g.raft()
 	if r == nil {
 		return errorFuture{ErrNotStarted}
 	}
-	return r.ApplyLog(l, timeout)
+	return newStoppable(r.ApplyLog(l, timeout), *halt)
 }
 
 // IsLeader reports whether this node leads the group.
@@ -390,11 +401,11 @@ func (g *Group) OnLeader(fn func(isLeader bool)) {
 // Barrier waits until every entry committed before it is applied to the
 // FSM here; a new leader calls it before serving reads.
 func (g *Group) Barrier(timeout time.Duration) error {
-	r := g.raft()
+	halt, r := g.halt.Load(), g.raft()
 	if r == nil {
 		return ErrNotStarted
 	}
-	if err := r.Barrier(timeout).Error(); err != nil {
+	if err := newStoppable(r.Barrier(timeout), *halt).Error(); err != nil {
 		return fmt.Errorf("group %d: barrier: %w", g.id, leaderErr(err))
 	}
 	return nil
@@ -565,3 +576,63 @@ type errorFuture struct{ err error }
 func (f errorFuture) Error() error  { return f.err }
 func (f errorFuture) Response() any { return nil }
 func (f errorFuture) Index() uint64 { return 0 }
+
+// stoppable is a future of one raft instance that also ends, with
+// raft.ErrRaftShutdown, once that instance has stopped (halt closed).
+// raft answers every future it has taken, but not one still queued in
+// its apply channel when it shuts down (buffered, with BatchApplyCh):
+// waiting on such a future would never end, and a node's shutdown
+// would hang on a partition's take, blocked in a barrier.
+//
+// The halt is loaded before the instance: a repair swapping both in
+// between pairs a new instance's future with the old, closed halt,
+// which ends the wait early (fate unknown, as a lost leadership),
+// never late.
+type stoppable struct {
+	raft.ApplyFuture
+	halt <-chan struct{}
+	once sync.Once
+	done chan struct{}
+	err  error // set before done closes
+}
+
+// newStoppable wraps f, a future of the instance halt belongs to. A
+// future that failed at once (enqueue timeout, shutdown) is returned
+// as it is.
+func newStoppable(f raft.Future, halt <-chan struct{}) raft.ApplyFuture {
+	af, ok := f.(raft.ApplyFuture)
+	if !ok {
+		af = barrierFuture{f}
+	}
+	return &stoppable{ApplyFuture: af, halt: halt, done: make(chan struct{})}
+}
+
+// Error waits for the instance's answer or its stop, whichever comes
+// first. The instance's answer is awaited once, on its own goroutine:
+// raft's futures are not safe to wait on from two.
+func (f *stoppable) Error() error {
+	f.once.Do(func() {
+		go func() {
+			f.err = f.ApplyFuture.Error()
+			close(f.done)
+		}()
+	})
+	select {
+	case <-f.done:
+		return f.err
+	case <-f.halt:
+		select {
+		case <-f.done:
+			return f.err
+		default:
+			return raft.ErrRaftShutdown
+		}
+	}
+}
+
+// barrierFuture gives a plain future (a barrier's) the ApplyFuture
+// methods stoppable embeds; it has no response.
+type barrierFuture struct{ raft.Future }
+
+func (barrierFuture) Response() any { return nil }
+func (barrierFuture) Index() uint64 { return 0 }
