@@ -23,6 +23,21 @@ func clustered(opts *config.Options) bool {
 	return opts.Cluster != nil && len(opts.Cluster.Peers) > 1
 }
 
+// checkPartitions refuses a store made by a cluster with more partitions
+// than this node runs. The count is fixed when a cluster is created: the
+// streams of a group past it would be carried by no group here.
+func checkPartitions(st *store.Store) error {
+	past := uint16(cluster.DefaultPartitions + 1)
+	has, err := st.HasState(past)
+	if err != nil {
+		return err
+	}
+	if has {
+		return fmt.Errorf("jetstream cluster: the data dir holds raft group %d, but this node runs %d partitions: it belongs to a cluster created with more (run it with the version that created it, or start this node on an empty data dir)", past, cluster.DefaultPartitions)
+	}
+	return nil
+}
+
 // startRaft starts the node's raft groups (meta and partitions) on the
 // cluster port, their logs and state in the node's store, and connects
 // the engine to them.
@@ -39,6 +54,9 @@ func startRaft(opts *config.Options, cport *mux.Mux, st *store.Store, engine *je
 	self := opts.NodeID()
 	if _, ok := peers[self]; !ok {
 		return nil, fmt.Errorf("jetstream cluster: this node (%q) is not among the peers", self)
+	}
+	if err := checkPartitions(st); err != nil {
+		return nil, err
 	}
 	node, err := cluster.Start(cluster.Config{
 		Name:  self,

@@ -27,8 +27,12 @@ import (
 // MetaGroup is the raft group that holds cluster-wide metadata.
 const MetaGroup uint16 = 0
 
-// DefaultPartitions is P, the number of shared partition groups.
-const DefaultPartitions = 6
+// DefaultPartitions is P, the number of shared partition groups: one
+// per node of a three-node cluster. Each group's heartbeats cost an idle
+// node more than anything else it does (docs/architecture.md,
+// "Topology"), and on a three-node cluster three partitions still give
+// every node one to lead.
+const DefaultPartitions = 3
 
 // Sentinel errors callers branch on.
 var (
@@ -67,17 +71,23 @@ type Config struct {
 	// timeouts and the thresholds that follow from them: 1 on a LAN,
 	// about 4 on busy cloud VMs. Default 1.
 	TimingMultiplier int
-	// CommitTimeout is how long a leader with nothing new to send waits
-	// before telling its followers the commit index again (default
-	// 100 ms). Followers apply an entry only once they learn it is
-	// committed, so this bounds how far a follower's FSM trails the
-	// leader's after the last write of a burst; while writes flow every
-	// append carries the commit index. Commits on the leader do not
-	// wait for it: new entries are sent at once. With heartbeats every
-	// 25-50 ms it is the other half of a group's idle traffic: 3 nodes x
-	// 13 groups idle cost 5.7-7.2 % of a core per node at 25 ms and
-	// 3.3-5.4 % at 100 ms (measured back to back on a shared machine).
+	// CommitTimeout is how long the meta group's leader with nothing
+	// new to send waits before telling its followers the commit index
+	// again (default 100 ms). Followers apply an entry only once they
+	// learn it is committed, so this bounds how far a follower's FSM
+	// trails the leader's after the last write of a burst (and how late
+	// a create whose partition a meta follower leads is answered); while
+	// writes flow every append carries the commit index. Commits on the
+	// leader do not wait for it: new entries are sent at once.
 	CommitTimeout time.Duration
+	// PartitionCommitTimeout is CommitTimeout for the partitions
+	// (default 500 ms). A partition's followers serve nothing from what
+	// they applied (its leader answers; a new leader first applies
+	// everything committed), so their lag after a burst costs nothing,
+	// while the meta group's followers answer creates once they apply
+	// them. Longer, it halves a partition's idle traffic with the
+	// heartbeat thinning (see heartbeatThin).
+	PartitionCommitTimeout time.Duration
 	// TrailingLogs is how many entries a snapshot leaves in the log
 	// (default 1024). Snapshots are cheap on the Pebble store, so a
 	// follower further behind than this is sent one.
@@ -114,6 +124,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = 100 * time.Millisecond
+	}
+	if c.PartitionCommitTimeout == 0 {
+		c.PartitionCommitTimeout = 500 * time.Millisecond
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 1024

@@ -417,7 +417,7 @@ func TestWipedNodeCatchesUpBySnapshot(t *testing.T) {
 		c.start(name)
 	}
 	c.waitLeaders(20 * time.Second)
-	const g = 4
+	const g = testPartitions
 	leader := c.leader(g)
 	var victim string
 	for _, name := range three {

@@ -91,14 +91,50 @@ func (n *Node) openGroup(g uint16) (*Group, error) {
 	return grp, nil
 }
 
+// The heartbeat timeouts of a group's followers and of its leader, at
+// timing multiplier 1 (see paceHeartbeats). A follower's is also the
+// election timeout.
+const (
+	followerHeartbeatTimeout = 250 * time.Millisecond
+	leaderHeartbeatTimeout   = 500 * time.Millisecond
+)
+
+// paceHeartbeats sets r's heartbeat timeout for its new role. raft uses
+// the one setting for two things: a follower's patience (it stands for
+// election after 1-2 timeouts without word from the leader) and a
+// leader's heartbeat interval (a tenth of it). Kept at 250 ms for both,
+// each leader would wake every 25-50 ms for each follower of each group
+// to send or thin a heartbeat. A leader runs with a longer timeout: its
+// heartbeats go every 50-100 ms, still several within the shortest
+// patience of its followers (250 ms), which keep the short timeout and
+// so notice a lost leader as fast as before. A leader stepping down is
+// back on the short timeout as soon as it is told; raft then re-arms its
+// follower timer at once.
+func (n *Node) paceHeartbeats(r *raft.Raft, leader bool) {
+	rc := r.ReloadableConfig()
+	rc.HeartbeatTimeout = followerHeartbeatTimeout * n.mult
+	if leader {
+		rc.HeartbeatTimeout = leaderHeartbeatTimeout * n.mult
+	}
+	// raft wants the election timeout at least the heartbeat timeout; a
+	// leader holds no election, and one stepping down is told at once.
+	rc.ElectionTimeout = rc.HeartbeatTimeout
+	if err := r.ReloadConfig(rc); err != nil {
+		n.log.Warn("raft: heartbeat pacing not applied", "err", err)
+	}
+}
+
 // raftConfig is the tuned configuration every group runs with.
-func (n *Node) raftConfig(id raft.ServerID, logs raft.LogStore, lg *hclogAdapter) *raft.Config {
+func (n *Node) raftConfig(g uint16, id raft.ServerID, logs raft.LogStore, lg *hclogAdapter) *raft.Config {
 	c := raft.DefaultConfig()
 	c.LocalID = id
-	c.HeartbeatTimeout = 250 * time.Millisecond * n.mult
-	c.ElectionTimeout = 250 * time.Millisecond * n.mult
+	c.HeartbeatTimeout = followerHeartbeatTimeout * n.mult
+	c.ElectionTimeout = followerHeartbeatTimeout * n.mult
 	c.LeaderLeaseTimeout = 150 * time.Millisecond * n.mult
 	c.CommitTimeout = n.cfg.CommitTimeout
+	if g != 0 {
+		c.CommitTimeout = n.cfg.PartitionCommitTimeout
+	}
 	c.MaxAppendEntries = 512
 	c.BatchApplyCh = true
 	c.TrailingLogs = n.cfg.TrailingLogs
@@ -143,8 +179,9 @@ func (g *Group) launchLocked(id raft.ServerID, bootstrap bool) error {
 		return fmt.Errorf("group %d: %w", g.id, err)
 	}
 	t.SetRepair(repair)
+	t.thin = heartbeatThin * g.n.mult
 	t.draining.Store(g.n.draining.Load())
-	r, err := raft.NewRaft(g.n.raftConfig(id, g.logs, lg), g.fsm, g.logs, g.stable, g.snaps, t)
+	r, err := raft.NewRaft(g.n.raftConfig(g.id, id, g.logs, lg), g.fsm, g.logs, g.stable, g.snaps, t)
 	if err != nil {
 		t.Close()
 		return fmt.Errorf("group %d: start raft: %w", g.id, err)
@@ -219,6 +256,7 @@ func (g *Group) watchLeader(r *raft.Raft, obs <-chan raft.Observation, stop <-ch
 			if isLeader {
 				g.t.Load().progress.reset()
 			}
+			g.n.paceHeartbeats(r, isLeader)
 			tell(isLeader)
 		case o := <-obs:
 			lo, _ := o.Data.(raft.LeaderObservation)

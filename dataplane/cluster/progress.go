@@ -53,6 +53,13 @@ type progress struct {
 
 type peerState struct {
 	contact time.Time
+	// held is when the follower last answered an AppendEntries of the
+	// leadership's term as its follower (its answer's term the
+	// request's), and lastLog what that answer said of its log: the
+	// standing of a thinned heartbeat (heldWithin).
+	held    time.Time
+	term    uint64
+	lastLog uint64
 	// acked is the highest index the follower is known to hold.
 	// Invariant: acked <= the leader's LastIndex.
 	acked uint64
@@ -86,12 +93,27 @@ func (p *progress) record(id raft.ServerID, req *raft.AppendEntriesRequest, resp
 		p.mu.peers[id] = ps
 	}
 	ps.contact = now
+	if resp.Term == req.Term {
+		ps.held, ps.term, ps.lastLog = now, req.Term, resp.LastLog
+	}
 	if !resp.Success || heartbeat {
 		return
 	}
 	if acked := req.PrevLogEntry + uint64(len(req.Entries)); acked > ps.acked {
 		ps.acked = acked
 	}
+}
+
+// heldWithin returns the answer id gave to an AppendEntries of term as
+// its follower, if it gave one within the last within.
+func (p *progress) heldWithin(id raft.ServerID, term uint64, within time.Duration) (raft.AppendEntriesResponse, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps := p.mu.peers[id]
+	if ps == nil || ps.term != term || time.Since(ps.held) >= within {
+		return raft.AppendEntriesResponse{}, false
+	}
+	return raft.AppendEntriesResponse{Term: term, LastLog: ps.lastLog, Success: true}, true
 }
 
 // acked returns the highest index id is known to hold and when it last

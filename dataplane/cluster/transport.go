@@ -39,7 +39,27 @@ type transport struct {
 	// refused counts the vote, pre-vote and TimeoutNow requests refused
 	// while in repair.
 	refused atomic.Uint64
+	// thin is heartbeatThin at the node's timing multiplier (0: every
+	// heartbeat is sent); thinned counts the heartbeats answered here.
+	thin    time.Duration
+	thinned atomic.Uint64
 }
+
+// heartbeatThin is how recently a follower must have answered this
+// term's leader for the leader's next heartbeat to it to be answered by
+// the transport instead of sent. raft sends a leader's heartbeats every
+// tenth of its heartbeat timeout (50-100 ms, see paceHeartbeats) to
+// every follower of every group, whether or not entries flow; under load
+// the appends are the contact, and their heartbeats are answered here.
+// A follower still hears from its leader at least every 100 ms, well
+// inside its 250-500 ms election timeout.
+//
+// What the leader gives up: its lease (150 ms; it steps down when a
+// quorum has not answered within it) counts a thinned heartbeat as an
+// answer, so a leader cut off steps down up to heartbeatThin later.
+// Nothing here reads under that lease (raft's VerifyLeader is not used),
+// and commits still need a quorum's real answers.
+const heartbeatThin = 50 * time.Millisecond
 
 // Transport sizing. NetworkTransport gives each connection a 256 KiB
 // buffer (send side on the dialer, receive side on the acceptor) whatever
@@ -68,6 +88,14 @@ func newTransport(sl *streamLayer, group uint16, lg *hclogAdapter) *transport {
 	}
 	go t.filter()
 	return t
+}
+
+// isHeartbeat reports whether req is a leader's bare heartbeat (no
+// entries, no log position, no commit index), as raft's own transport
+// tells them.
+func isHeartbeat(req *raft.AppendEntriesRequest) bool {
+	return req.Term != 0 && req.PrevLogEntry == 0 && req.PrevLogTerm == 0 &&
+		len(req.Entries) == 0 && req.LeaderCommitIndex == 0
 }
 
 // SetRepair puts the group in or out of repair on this node.
@@ -153,7 +181,18 @@ func (t *transport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, 
 	return t.NetworkTransport.RequestPreVote(id, target, args, resp)
 }
 
+// AppendEntries sends args to the follower, except a heartbeat to a
+// follower that answered this term's leader within heartbeatThin: that
+// one is answered here, as the follower would (thinHeartbeat).
 func (t *transport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if t.thin > 0 && isHeartbeat(args) {
+		if r, ok := t.progress.heldWithin(id, args.Term, t.thin); ok {
+			r.RPCHeader = raft.RPCHeader{ProtocolVersion: args.ProtocolVersion, ID: []byte(id), Addr: []byte(target)}
+			*resp = r
+			t.thinned.Add(1)
+			return nil
+		}
+	}
 	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
 	if err == nil {
 		t.progress.record(id, args, resp)
