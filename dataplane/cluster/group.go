@@ -634,9 +634,7 @@ type stoppable struct {
 	err  error // set before done closes
 }
 
-// newStoppable wraps f, a future of the instance halt belongs to. A
-// future that failed at once (enqueue timeout, shutdown) is returned
-// as it is.
+// newStoppable wraps f, a future of the instance halt belongs to.
 func newStoppable(f raft.Future, halt <-chan struct{}) raft.ApplyFuture {
 	af, ok := f.(raft.ApplyFuture)
 	if !ok {

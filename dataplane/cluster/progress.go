@@ -84,7 +84,6 @@ func (p *progress) reset() {
 // log matches the leader's up to PrevLogEntry+len(Entries).
 func (p *progress) record(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
 	now := time.Now()
-	heartbeat := req.PrevLogEntry == 0 && len(req.Entries) == 0 && req.LeaderCommitIndex == 0
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ps := p.mu.peers[id]
@@ -96,7 +95,7 @@ func (p *progress) record(id raft.ServerID, req *raft.AppendEntriesRequest, resp
 	if resp.Term == req.Term {
 		ps.held, ps.term, ps.lastLog = now, req.Term, resp.LastLog
 	}
-	if !resp.Success || heartbeat {
+	if !resp.Success || isHeartbeat(req) {
 		return
 	}
 	if acked := req.PrevLogEntry + uint64(len(req.Entries)); acked > ps.acked {

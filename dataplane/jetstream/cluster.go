@@ -117,8 +117,8 @@ func isFateUnknown(err error) bool {
 // errFateUnknown and so must not be sent.
 func replyFateUnknown(resp any) bool { return replyCarries(resp, isFateUnknown) }
 
-// replyCarries reports whether resp, an API reply, carries an error that
-// is recognises.
+// replyCarries reports whether resp, an API reply, carries an error for
+// which is reports true.
 func replyCarries(resp any, is func(error) bool) bool {
 	e, ok := resp.(interface{ ToError() error })
 	return ok && is(e.ToError())

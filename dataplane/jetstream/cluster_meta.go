@@ -459,7 +459,7 @@ func (k keptEntry) live(now time.Time) bool { return k.until.IsZero() || now.Bef
 // entry and answers, as nats-server's new stream leader answers a create
 // its predecessor did not. Of a node already becoming the leader, the
 // entry is run however late; of any other, while a client may still be
-// waiting (keepAnswerFor). Entries without a request are not kept: take
+// waiting (keepAnswerFor), and only those carrying a request: take
 // materializes what the catalog assigns anyway.
 //
 // Invariant: the check and the keeping are one step under c.mu, the lock
