@@ -3,6 +3,7 @@ package jetstream
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
@@ -200,9 +201,33 @@ func (a *jsAccount) serve(req apiRequest) {
 		// client it did not.
 		return
 	}
+	if req.asg == nil && replyCarries(resp, isStreamNotFound) && a.lostStream(name) {
+		// The stream's partition left this node while the request ran
+		// (admitted while it held the stream, then released): its new
+		// leader answers. The catalog holds the stream, so "not found"
+		// would be a lie.
+		return
+	}
 	if resp != nil {
 		a.reply(req.reply, resp)
 	}
+}
+
+// isStreamNotFound reports whether err is 10059, stream not found.
+func isStreamNotFound(err error) bool { return errors.Is(err, api.CodeStreamNotFound) }
+
+// lostStream reports whether the stream rest names (its first token) is
+// in the cluster's catalog yet not held here: on a cluster, a request
+// admitted for it while this node led its partition that then finds it
+// gone was overtaken by a leadership change.
+func (a *jsAccount) lostStream(rest string) bool {
+	c := a.e.cl
+	if c.r == nil {
+		return false
+	}
+	stream, _, _ := strings.Cut(rest, ".")
+	asg := c.catalog.lookup(a.acc.Name(), stream)
+	return asg != nil && !c.holds(asg)
 }
 
 // routeOf finds the route serving op (the subject after the API prefix):

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,4 +187,46 @@ func TestClusterTakeDropsOrphans(t *testing.T) {
 		t.Fatalf("publish on the deleted stream's subjects: %+v", ack)
 	}
 	<-deleteCh // answered or not: its client gave up long ago
+}
+
+// TestClusterLostStreamNotDenied: a request admitted on the node leading
+// a stream's partition, which then loses the partition before the
+// handler runs, finds the stream gone. The catalog holds it, so that
+// node must not say "not found" (10059): the new leader answers. Run
+// here on a node that does not hold the stream, as the old leader is
+// once it has released the partition.
+func TestClusterLostStreamNotDenied(t *testing.T) {
+	acc := newFakeAccount("A")
+	nodes := startTestCluster(t, 3, 1, acc)
+	waitClusterReady(t, nodes)
+	createClustered(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3})
+	asg := waitAssigned(t, nodes, "A", "S")
+	leader := leaderOf(nodes, asg.group())
+	var other *testNode
+	for _, nd := range nodes {
+		if nd != leader {
+			other = nd
+			break
+		}
+	}
+	var answers atomic.Int64
+	unsub, _ := acc.SubscribeInternal("_INBOX.lost", func(_, _, _, _ []byte) { answers.Add(1) })
+	defer unsub()
+	a := other.e.account("A")
+	for subj, body := range map[string]string{"$JS.API.STREAM.INFO.S": "", "$JS.API.CONSUMER.INFO.S.C": "", "$JS.API.STREAM.MSG.GET.S": `{"seq":1}`} {
+		a.serve(apiRequest{a: a, subject: subj, reply: "_INBOX.lost", body: []byte(body)})
+	}
+	if n := answers.Load(); n != 0 {
+		t.Fatalf("a node not holding the stream answered %d requests for it", n)
+	}
+	var info api.StreamInfoResponse
+	acc.apiCall(t, "$JS.API.STREAM.INFO.S", nil, &info)
+	if info.Error != nil {
+		t.Fatalf("stream info through the cluster: %v", info.Error)
+	}
+	// A stream the catalog does not hold is still "not found".
+	a.serve(apiRequest{a: a, subject: "$JS.API.STREAM.INFO.NONE", reply: "_INBOX.lost"})
+	if n := answers.Load(); n != 1 {
+		t.Fatalf("a stream nobody has: %d answers, want 1", n)
+	}
 }
