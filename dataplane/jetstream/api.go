@@ -222,7 +222,7 @@ func isStreamNotFound(err error) bool { return errors.Is(err, api.CodeStreamNotF
 // gone was overtaken by a leadership change.
 func (a *jsAccount) lostStream(rest string) bool {
 	c := a.e.cl
-	if c.r == nil {
+	if c == nil || c.r == nil {
 		return false
 	}
 	stream, _, _ := strings.Cut(rest, ".")

@@ -493,7 +493,10 @@ func (c *clusterState) keepEntry(ent *metaEntry) bool {
 			break
 		}
 	}
-	c.mu.unserved[g] = append(kept[:0:0], kept[from:]...)
+	if from > 0 {
+		kept = append(kept[:0:0], kept[from:]...) // let the dropped go
+	}
+	c.mu.unserved[g] = kept
 	return true
 }
 
