@@ -183,7 +183,7 @@ func (t *transport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, 
 
 // AppendEntries sends args to the follower, except a heartbeat to a
 // follower that answered this term's leader within heartbeatThin: that
-// one is answered here, as the follower would (thinHeartbeat).
+// one is answered here, as the follower would.
 func (t *transport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	if t.thin > 0 && isHeartbeat(args) {
 		if r, ok := t.progress.heldWithin(id, args.Term, t.thin); ok {
