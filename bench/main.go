@@ -25,6 +25,7 @@ import (
 type config struct {
 	rounds        int
 	msgs          int64
+	clients       int
 	workloads     string
 	contrailBin   string
 	natsBin       string
@@ -43,12 +44,16 @@ type config struct {
 	idleTimeout   time.Duration
 	tier          bool
 	tierMiB       int64
+	tierReplays   int
+	tierProfile   string
+	tierParts     string
 }
 
 func parseFlags() config {
 	var c config
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds per workload and server; the median is reported")
 	flag.Int64Var(&c.msgs, "msgs", 1_000_000, "messages per run (slow workloads use a fraction, see README)")
+	flag.IntVar(&c.clients, "clients", 1, "concurrent clients for the sync workloads (js pub sync, kv put): natscli's --clients")
 	flag.StringVar(&c.workloads, "workloads", "", `comma-separated workloads to run, or "all" (default: those enabled in the table)`)
 	flag.StringVar(&c.contrailBin, "contrail-bin", "", "use this prebuilt Contrail binary instead of building ./cmd/contrail")
 	flag.StringVar(&c.natsBin, "nats-bin", "", "natscli binary to use (must be "+natsCLI.version+"; default: find or go install)")
@@ -67,6 +72,9 @@ func parseFlags() config {
 	flag.DurationVar(&c.idleTimeout, "idle-timeout", 5*time.Minute, "with -cluster: time allowed per side to create the idle streams; fewer are measured (and said so) if it runs out")
 	flag.BoolVar(&c.tier, "tier", false, "run the tiered-storage scenario instead of the workloads: cold replay from versitygw, uploads while publishing, js pub async with tiering on and off (see README)")
 	flag.Int64Var(&c.tierMiB, "tier-mib", 1024, "with -tier: MiB of messages published and replayed cold")
+	flag.IntVar(&c.tierReplays, "tier-replays", 3, "with -tier: cold replays of the published data; the median is reported")
+	flag.StringVar(&c.tierProfile, "tier-profile", "", "with -tier: write CPU profiles of the Contrail server during the first cold replay to this file, and during the first js pub async round with tiering on to this file with -pub appended")
+	flag.StringVar(&c.tierParts, "tier-parts", "replay,nats,pub", "with -tier: comma-separated parts to run: replay (Contrail cold replay), nats (nats-server replay), pub (js pub async, tiering on vs off)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./bench [flags]\n\nworkloads:")
 		for _, w := range workloads {
@@ -89,8 +97,8 @@ func main() {
 
 func run() int {
 	cfg := parseFlags()
-	if cfg.rounds < 1 || cfg.msgs < 1 || cfg.tenants < 0 || cfg.streams < 0 || cfg.streamsRef < -1 || cfg.idleStreams < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -rounds and -msgs must be at least 1, -tenants and -streams at least 0, -streams-ref at least -1, -idle-streams at least 1")
+	if cfg.rounds < 1 || cfg.msgs < 1 || cfg.clients < 1 || cfg.tenants < 0 || cfg.streams < 0 || cfg.streamsRef < -1 || cfg.idleStreams < 1 || cfg.tierReplays < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds, -msgs and -clients must be at least 1, -tenants and -streams at least 0, -streams-ref at least -1, -idle-streams and -tier-replays at least 1")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -176,10 +184,21 @@ func benchmark(ctx context.Context, cfg config) error {
 	var results []*result
 	failed := 0
 	for _, w := range selected {
-		r := &result{w: w, msgs: w.msgs(cfg.msgs), rounds: map[string][][]float64{}, errs: map[string]error{}}
+		w = w.withClients(cfg.clients)
+		r := &result{w: w, msgs: w.msgs(cfg.msgs), rounds: map[string][][]float64{}, errs: map[string]error{}, clients: cfg.clients}
 		results = append(results, r)
 		fmt.Printf("\n%s (%s msgs x %d rounds)\n", w.Name, commas(r.msgs), cfg.rounds)
 		for round := range cfg.rounds {
+			if w.Sync {
+				// The same filesystem as both data dirs, probed each
+				// round so the figure sees the load the runs see.
+				fs, err := fsyncP50(root)
+				if err != nil {
+					return err
+				}
+				r.fsync = append(r.fsync, fs)
+				fmt.Printf("  round %d/%d  %-11s  fsync p50 (us) %.1f\n", round+1, cfg.rounds, "disk", fs)
+			}
 			order := []string{sideContrail, sideNatsServer}
 			if round%2 == 1 { // alternate who goes first: C N, N C, C N ...
 				order[0], order[1] = order[1], order[0]

@@ -24,6 +24,33 @@ type result struct {
 	rounds map[string][][]float64
 	// errs[side] is the side's first failure; its remaining rounds were skipped.
 	errs map[string]error
+	// fsync holds, for a Sync workload, each round's fsync p50 (µs) of
+	// the data dirs' disk, probed before the round's first run.
+	fsync []float64
+	// clients is how many clients ran a Sync workload.
+	clients int
+}
+
+// syncSlackMicros is what the latency target allows beyond the fsync and
+// nats-server's own p50: the hand-offs between receiving a write, its
+// fsync and its acknowledgement.
+const syncSlackMicros = 50
+
+// syncTarget is the target for a Sync workload, from the medians:
+// with one client, Contrail's p50 at most fsync p50 + nats-server p50 +
+// 50 µs (an acknowledgement after fsync at the physical limit: nats-server
+// does not fsync, so its p50 is the rest of the round trip); with more,
+// Contrail's msgs/s at least nats-server's (group commit shares each
+// fsync). ok is false when a figure is missing.
+func (r *result) syncTarget() (metric string, target float64, meets, ok bool) {
+	fs := medianOf(r.fsync)
+	if r.clients <= 1 {
+		n, c := r.median(sideNatsServer, 1), r.median(sideContrail, 1)
+		target = fs + n + syncSlackMicros
+		return "p50 target (us)", target, c <= target, !math.IsNaN(target) && !math.IsNaN(c)
+	}
+	n, c := r.median(sideNatsServer, 0), r.median(sideContrail, 0)
+	return "msgs/s target", n, c >= n, !math.IsNaN(n) && !math.IsNaN(c)
 }
 
 // median returns the median of metric i over the completed rounds of side,
@@ -33,6 +60,12 @@ func (r *result) median(side string, i int) float64 {
 	for _, round := range r.rounds[side] {
 		vs = append(vs, round[i])
 	}
+	return medianOf(vs)
+}
+
+// medianOf returns the median of vs (left unchanged), or NaN if empty.
+func medianOf(vs []float64) float64 {
+	vs = slices.Clone(vs)
 	if len(vs) == 0 {
 		return math.NaN()
 	}
@@ -87,6 +120,7 @@ func formatRound(w Workload, vals []float64) string {
 // median of each side and the ratio contrail / nats-server.
 func printTable(out io.Writer, results []*result, rounds int) {
 	rows := [][]string{{"workload", "metric", sideContrail, sideNatsServer, "ratio"}}
+	anySync := false
 	for _, r := range results {
 		name := r.w.Name
 		for i, m := range r.w.metrics() {
@@ -105,9 +139,35 @@ func printTable(out io.Writer, results []*result, rounds int) {
 			rows = append(rows, []string{name, m.name, cs, ns, ratio})
 			name = ""
 		}
+		if r.w.Sync {
+			rows = append(rows, syncRows(r)...)
+			anySync = true
+		}
 	}
 	fmt.Fprintf(out, "\nmedian of %d round(s); ratio = contrail / nats-server (msgs/s: higher is better for contrail; latency: lower is better)\n\n", rounds)
 	writeTable(out, rows, 2)
+	if anySync {
+		fmt.Fprintf(out, "\nfsync p50: write+fdatasync of a %d-byte block on the data dirs' disk (%d per round); p50 target = fsync p50 + nats-server p50 + %d us (one client); msgs/s target = nats-server's (more clients)\n",
+			fsyncBlock, fsyncSamples, syncSlackMicros)
+	}
+}
+
+// syncRows are a Sync workload's extra rows: the fsync p50 and the
+// target, with "meets" or "misses" in the ratio column.
+func syncRows(r *result) [][]string {
+	fsm := metric{name: "fsync p50 (us)", lowerBetter: true}
+	rows := [][]string{{"", fsm.name, formatValue(fsm, medianOf(r.fsync)), "", ""}}
+	name, target, meets, ok := r.syncTarget()
+	verdict := "-"
+	switch {
+	case r.errs[sideContrail] != nil || r.errs[sideNatsServer] != nil || !ok:
+	case meets:
+		verdict = "meets"
+	default:
+		verdict = "misses"
+	}
+	tm := metric{name: name, lowerBetter: r.clients <= 1}
+	return append(rows, []string{"", name, formatValue(tm, target), "", verdict})
 }
 
 // writeTable writes rows as aligned columns three spaces apart: the

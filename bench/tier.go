@@ -5,17 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/contrail/contrail/dataplane/tier/tiertest"
 )
 
 // Tiered-storage scenario (-tier): with versitygw on loopback as the S3
@@ -29,31 +32,24 @@ const (
 	tierMsgSize     = 16 << 10
 	tierSegment     = "16MiB"
 	tierLocalBudget = 128 << 20
-	versityVersion  = "v1.8.0"
 )
 
-var versitygw = tool{name: "versitygw", pkg: "github.com/versity/versitygw/cmd/versitygw", version: versityVersion}
-
-// ensureVersity finds versitygw at the pinned version (its --version
-// does not say it: the build info does), or installs it.
+// ensureVersity finds versitygw at the pinned version, or installs it.
 func ensureVersity(ctx context.Context) (string, error) {
+	if bin, err := tiertest.Find(); err == nil {
+		return bin, nil
+	}
 	dirs, err := goBinDirs(ctx)
 	if err != nil {
 		return "", err
 	}
-	for _, d := range dirs {
-		bin := filepath.Join(d, versitygw.name)
-		if out, err := exec.CommandContext(ctx, "go", "version", "-m", bin).Output(); err == nil && strings.Contains(string(out), versityVersion) {
-			return bin, nil
-		}
-	}
-	fmt.Fprintf(os.Stderr, "bench: versitygw %s not found, running go install\n", versityVersion)
-	cmd := exec.CommandContext(ctx, "go", "install", versitygw.pkg+"@"+versityVersion)
+	fmt.Fprintf(os.Stderr, "bench: versitygw %s not found, running go install\n", tiertest.Version)
+	cmd := exec.CommandContext(ctx, "go", "install", tiertest.Package+"@"+tiertest.Version)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go install versitygw: %w", err)
 	}
-	return filepath.Join(dirs[0], versitygw.name), nil
+	return filepath.Join(dirs[0], "versitygw"), nil
 }
 
 // startVersity runs versitygw over root (bucket "tier"), and sets the
@@ -63,53 +59,83 @@ func startVersity(ctx context.Context, root string) (endpoint string, stop func(
 	if err != nil {
 		return "", nil, err
 	}
-	dir := filepath.Join(root, "s3")
-	if err := os.MkdirAll(filepath.Join(dir, "tier"), 0o755); err != nil {
-		return "", nil, err
-	}
-	ports, err := freePorts(1)
-	if err != nil {
-		return "", nil, err
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	logf, err := os.Create(filepath.Join(root, "versitygw.log"))
 	if err != nil {
 		return "", nil, err
 	}
-	defer logf.Close()
-	cmd := exec.Command(bin, "--access", "K", "--secret", "S", "--port", addr, "posix", dir)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	isolate(cmd)
-	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("starting versitygw: %w", err)
+	srv, err := tiertest.Start(tiertest.Options{Bin: bin, Root: filepath.Join(root, "s3"), Buckets: []string{"tier"}, Log: logf, Setup: isolate})
+	if err != nil {
+		logf.Close()
+		return "", nil, err
 	}
-	stop = func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return "", nil, fmt.Errorf("versitygw not listening on %s", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "K", "AWS_SECRET_ACCESS_KEY": "S", "AWS_REGION": "us-east-1",
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": filepath.Join(root, "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(root, "none")} {
+	for k, v := range tiertest.Env(root) {
 		os.Setenv(k, v)
 	}
-	return "http://" + addr, stop, nil
+	return srv.Endpoint, func() { srv.Stop(); logf.Close() }, nil
 }
 
-// tieredArgs runs the Contrail dataplane tiering to endpoint's bucket.
-func tieredArgs(endpoint, segment string, budget int64) serverArgs {
+// tieredArgs runs the Contrail dataplane tiering to endpoint's bucket;
+// with pprof set, it also serves Go's profiler there.
+func tieredArgs(endpoint, segment string, budget int64, pprof string) serverArgs {
 	return func(port, monitorPort int, dataDir string) []string {
-		return append(contrailArgs(port, monitorPort, dataDir), "--tier-url", "s3://tier/bench", "--tier-endpoint", endpoint,
+		args := append(contrailArgs(port, monitorPort, dataDir), "--tier-url", "s3://tier/bench", "--tier-endpoint", endpoint,
 			"--tier-segment-bytes", segment, "--tier-local-bytes", strconv.FormatInt(budget, 10))
+		if pprof != "" {
+			args = append(args, "--pprof-addr", pprof)
+		}
+		return args
 	}
+}
+
+// settleDir waits until dir's size has not changed for quiet (the node
+// has compacted what tiering replaced, as for data tiered a while ago),
+// or limit passes; it returns the time taken and the size.
+func settleDir(ctx context.Context, dir string, quiet, limit time.Duration) (time.Duration, int64, error) {
+	began := time.Now()
+	last, since := int64(-1), time.Now()
+	for {
+		n, err := dirSize(dir)
+		if err != nil {
+			return 0, 0, err
+		}
+		if n != last {
+			last, since = n, time.Now()
+		}
+		if time.Since(since) >= quiet || time.Since(began) >= limit {
+			return time.Since(began), n, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// cpuProfile fetches a CPU profile of secs seconds from the profiler at
+// addr into path.
+func cpuProfile(ctx context.Context, addr string, secs int, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("cpu profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	return f.Close()
 }
 
 type tierStatus struct {
@@ -236,53 +262,116 @@ func tierBenchmark(ctx context.Context, cfg config) error {
 	defer stopS3()
 	n := int(cfg.tierMiB << 20 / tierMsgSize)
 	fmt.Printf("tiered storage: %d MiB in %d messages of %d KiB, versitygw %s at %s, segments %s, local budget %d MiB\n",
-		cfg.tierMiB, n, tierMsgSize>>10, versityVersion, endpoint, tierSegment, tierLocalBudget>>20)
+		cfg.tierMiB, n, tierMsgSize>>10, tiertest.Version, endpoint, tierSegment, tierLocalBudget>>20)
+
+	parts := map[string]bool{}
+	for _, p := range strings.Split(cfg.tierParts, ",") {
+		switch p = strings.TrimSpace(p); p {
+		case "replay", "nats", "pub":
+			parts[p] = true
+		default:
+			return fmt.Errorf("-tier-parts: unknown part %q (replay, nats, pub)", p)
+		}
+	}
 
 	var pubOn, upload, cold, local float64
-	err = onServer(ctx, "contrail-tier", contrailBin, tieredArgs(endpoint, tierSegment, tierLocalBudget), root, func(srv *server) error {
-		began := time.Now()
-		if pubOn, err = publishMiB(ctx, srv.url, n); err != nil {
-			return err
-		}
-		var ts tierStatus
-		for {
-			if ts, err = readTier(srv.monitor); err != nil {
+	if parts["replay"] {
+		pprof := ""
+		if cfg.tierProfile != "" {
+			ports, err := freePorts(1)
+			if err != nil {
 				return err
 			}
-			if ts.Tier.LocalBytes <= tierLocalBudget {
-				break
-			}
-			if ctx.Err() != nil || time.Since(began) > 30*time.Minute {
-				return fmt.Errorf("tiering did not reach the budget: %+v", *ts.Tier)
-			}
-			time.Sleep(100 * time.Millisecond)
+			pprof = "127.0.0.1:" + strconv.Itoa(ports[0])
 		}
-		upload = float64(ts.Tier.UploadBytes) / time.Since(began).Seconds() / 1e6
-		fmt.Printf("  contrail: published at %.0f MB/s with tiering; %.0f MiB cold in %d segments, uploads %.0f MB/s over publish and drain\n",
-			pubOn, float64(ts.Tier.ColdBytes)/(1<<20), ts.Tier.Segments, upload)
-		if cold, err = replay(ctx, srv.url, n); err != nil {
+		err = onServer(ctx, "contrail-tier", contrailBin, tieredArgs(endpoint, tierSegment, tierLocalBudget, pprof), root, func(srv *server) error {
+			began := time.Now()
+			if pubOn, err = publishMiB(ctx, srv.url, n); err != nil {
+				return err
+			}
+			var ts tierStatus
+			for {
+				if ts, err = readTier(srv.monitor); err != nil {
+					return err
+				}
+				if ts.Tier.LocalBytes <= tierLocalBudget {
+					break
+				}
+				if ctx.Err() != nil || time.Since(began) > 30*time.Minute {
+					return fmt.Errorf("tiering did not reach the budget: %+v", *ts.Tier)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			upload = float64(ts.Tier.UploadBytes) / time.Since(began).Seconds() / 1e6
+			fmt.Printf("  contrail: published at %.0f MB/s with tiering; %.0f MiB cold in %d segments, uploads %.0f MB/s over publish and drain\n",
+				pubOn, float64(ts.Tier.ColdBytes)/(1<<20), ts.Tier.Segments, upload)
+			settled, size, err := settleDir(ctx, serverDataDir(root, "contrail-tier"), 3*time.Second, 2*time.Minute)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("  contrail: data dir %.0f MiB after the store compacted what tiering replaced (%s)\n", float64(size)/(1<<20), settled.Round(time.Second))
+			var runs []float64
+			for i := range cfg.tierReplays {
+				prof := make(chan error, 1)
+				if i == 0 && pprof != "" {
+					// Profile most of the replay: it runs at least a few seconds.
+					go func() { prof <- cpuProfile(ctx, pprof, 4, cfg.tierProfile) }()
+				} else {
+					prof <- nil
+				}
+				before, _ := readTier(srv.monitor)
+				r, err := replay(ctx, srv.url, n)
+				if err != nil {
+					return err
+				}
+				after, _ := readTier(srv.monitor)
+				fmt.Printf("  contrail: ordered replay %d/%d from seq 1 at %.0f MB/s (%.0f MiB fetched from S3)\n",
+					i+1, cfg.tierReplays, r, float64(after.Tier.GetBytes-before.Tier.GetBytes)/(1<<20))
+				if err := <-prof; err != nil {
+					return err
+				}
+				runs = append(runs, r)
+			}
+			slices.Sort(runs)
+			cold = runs[len(runs)/2]
+			return nil
+		})
+		if err != nil {
 			return err
 		}
-		after, _ := readTier(srv.monitor)
-		fmt.Printf("  contrail: ordered replay from seq 1 at %.0f MB/s (%.0f MiB fetched from S3)\n", cold, float64(after.Tier.GetBytes)/(1<<20))
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-	err = onServer(ctx, sideNatsServer, serverBin, natsServerArgs, root, func(srv *server) error {
-		if _, err := publishMiB(ctx, srv.url, n); err != nil {
+	if parts["nats"] {
+		err = onServer(ctx, sideNatsServer, serverBin, natsServerArgs, root, func(srv *server) error {
+			if _, err := publishMiB(ctx, srv.url, n); err != nil {
+				return err
+			}
+			local, err = replay(ctx, srv.url, n)
+			fmt.Printf("  nats-server: ordered replay from its disk at %.0f MB/s\n", local)
+			return err
+		})
+		if err != nil {
 			return err
 		}
-		local, err = replay(ctx, srv.url, n)
-		fmt.Printf("  nats-server: ordered replay from its disk at %.0f MB/s\n", local)
-		return err
-	})
-	if err != nil {
-		return err
 	}
 
-	// js pub async (natscli, 128 B messages) with tiering on and off.
+	fmt.Printf("\n%-46s %12s\n", "tiered storage", "figure")
+	if parts["replay"] {
+		fmt.Printf("%-46s %9.0f MB/s  (target ≥ 200; median of %d)\n", "cold replay, ordered consumer from seq 1", cold, cfg.tierReplays)
+	}
+	if parts["nats"] {
+		fmt.Printf("%-46s %9.0f MB/s\n", "nats-server replay of the same data from disk", local)
+	}
+	if parts["replay"] {
+		fmt.Printf("%-46s %9.0f MB/s\n", "publish with tiering (16 KiB, async)", pubOn)
+		fmt.Printf("%-46s %9.0f MB/s\n", "uploads while publishing", upload)
+	}
+	if !parts["pub"] {
+		return nil
+	}
+
+	// js pub async (natscli, 128 B messages) with tiering on and off. The
+	// budget is the smallest with the store's full memtable (a smaller
+	// one shrinks it to the budget), passed about 40 % into the run.
 	runner, err := newNatsRunner(natsBin, root, cfg.timeout, cfg.subGrace, cfg.verbose)
 	if err != nil {
 		return err
@@ -291,12 +380,31 @@ func tierBenchmark(ctx context.Context, cfg config) error {
 	msgs := w[0].msgs(cfg.msgs)
 	rates := &result{w: w[0], msgs: msgs, rounds: map[string][][]float64{}, errs: map[string]error{}}
 	for round := range cfg.rounds {
+		pprof := ""
+		if round == 0 && cfg.tierProfile != "" {
+			ports, err := freePorts(1)
+			if err != nil {
+				return err
+			}
+			pprof = "127.0.0.1:" + strconv.Itoa(ports[0])
+		}
 		for _, side := range []struct {
-			name string
-			args serverArgs
-		}{{"tiering on", tieredArgs(endpoint, "1MiB", 8<<20)}, {"tiering off", contrailArgs}} {
+			name  string
+			args  serverArgs
+			pprof string
+		}{{"tiering on", tieredArgs(endpoint, "1MiB", 32<<20, pprof), pprof}, {"tiering off", contrailArgs, ""}} {
 			err := onServer(ctx, "contrail-"+strings.ReplaceAll(side.name, " ", "-"), contrailBin, side.args, root, func(srv *server) error {
+				prof := make(chan error, 1)
+				if side.pprof != "" {
+					// The first round with tiering on, into <file>-pub.
+					go func() { prof <- cpuProfile(ctx, side.pprof, 4, cfg.tierProfile+"-pub") }()
+				} else {
+					prof <- nil
+				}
 				vals, _, err := runner.runRound(ctx, w[0], srv, msgs, fmt.Sprintf("tier-%s-r%d", strings.ReplaceAll(side.name, " ", "-"), round+1))
+				if perr := <-prof; err == nil {
+					err = perr
+				}
 				if err == nil {
 					rates.rounds[side.name] = append(rates.rounds[side.name], vals)
 					fmt.Printf("  round %d/%d  js pub async, %-11s %s msgs/s\n", round+1, cfg.rounds, side.name, commas(int64(vals[0])))
@@ -309,11 +417,6 @@ func tierBenchmark(ctx context.Context, cfg config) error {
 		}
 	}
 	on, off := rates.median("tiering on", 0), rates.median("tiering off", 0)
-	fmt.Printf("\n%-46s %12s\n", "tiered storage", "figure")
-	fmt.Printf("%-46s %9.0f MB/s  (target ≥ 200)\n", "cold replay, ordered consumer from seq 1", cold)
-	fmt.Printf("%-46s %9.0f MB/s\n", "nats-server replay of the same data from disk", local)
-	fmt.Printf("%-46s %9.0f MB/s\n", "publish with tiering (16 KiB, async)", pubOn)
-	fmt.Printf("%-46s %9.0f MB/s\n", "uploads while publishing", upload)
 	fmt.Printf("%-46s %9.2fx (target ≥ 0.9)  %s vs %s msgs/s\n", "js pub async, tiering on / off", on/off, commas(int64(on)), commas(int64(off)))
 	return nil
 }

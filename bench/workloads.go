@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -42,6 +44,23 @@ type Workload struct {
 	Main []string
 	// Latency reports Main's p50 per-operation latency as well.
 	Latency bool
+	// Sync marks a workload of durable writes acknowledged one at a time
+	// per client (js pub sync, kv put): it runs with -clients clients,
+	// and the report puts the fsync p50 of the data dirs' disk beside it
+	// with the latency target (see syncTarget).
+	Sync bool
+}
+
+// withClients returns w run by n concurrent clients (natscli's
+// --clients; the messages are split among them) if w is a Sync workload
+// and n > 1, named so that the report tells the runs apart; otherwise w.
+func (w Workload) withClients(n int) Workload {
+	if !w.Sync || n <= 1 {
+		return w
+	}
+	w.Name = fmt.Sprintf("%s x%d", w.Name, n)
+	w.Main = append(slices.Clip(w.Main), "--clients", strconv.Itoa(n))
+	return w
 }
 
 // metric describes one reported figure of a workload.
@@ -101,6 +120,7 @@ var workloads = []Workload{
 		Reset:   [][]string{rmStream},
 		Main:    append([]string{"bench", "js", "pub", "sync", jsSubject}, jsPubFlags...),
 		Latency: true,
+		Sync:    true,
 	},
 	{
 		Name:    "js fetch",
@@ -133,6 +153,7 @@ var workloads = []Workload{
 		Reset:   [][]string{rmBucket},
 		Main:    []string{"bench", "kv", "put", "--storage", "file", "--replicas", "1"},
 		Latency: true,
+		Sync:    true,
 	},
 	{
 		Name:    "kv get",

@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -133,10 +137,10 @@ func (f *dataplaneFlags) options() (*config.Options, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.Operator == "" && (opts.Resolver != "" || opts.DirResolver != nil || opts.SystemAccount != "" || len(opts.ResolverPreload) > 0) {
+	if opts.Operator == "" && (opts.Resolver != "" || opts.DirResolver != nil || (opts.SystemAccount != "" && len(opts.Accounts) == 0) || len(opts.ResolverPreload) > 0) {
 		// Starting in open mode when the file asks for operator mode would
 		// serve every client without authentication.
-		return nil, errors.New("resolver and system_account need an operator (--operator or `operator` in the config)")
+		return nil, errors.New("resolver and system_account need an operator (--operator or `operator` in the config) or, for system_account, an accounts block")
 	}
 	return opts, nil
 }
@@ -181,6 +185,33 @@ func (f *dataplaneFlags) tierOptions(opts *config.Options) error {
 	return nil
 }
 
+// tierNodeName is the name a node without a server_name gives its
+// objects: made once and kept in its store directory, since the server
+// id it would otherwise use changes at every start, and a node judges
+// only the objects under its own name (the orphan scan).
+func tierNodeName(dir string) (string, error) {
+	path := filepath.Join(dir, "tier-node")
+	if b, err := os.ReadFile(path); err == nil {
+		if name := strings.TrimSpace(string(b)); name != "" {
+			return name, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("tier node name: %w", err)
+	}
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return "", err
+	}
+	name := "node-" + hex.EncodeToString(id[:])
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("tier node name: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(name+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("tier node name: %w", err)
+	}
+	return name, nil
+}
+
 // openTier opens the object store the tier options name, for the engine.
 func openTier(t *config.TierOptions, node string, log *slog.Logger) (jetstream.TierOptions, error) {
 	if t == nil {
@@ -207,7 +238,11 @@ func listenClusterPort(co *config.ClusterOptions, log *slog.Logger) (*mux.Mux, e
 	if err != nil {
 		return nil, fmt.Errorf("cluster listen %s: %w", co.Addr(), err)
 	}
-	return mux.New(ln, log), nil
+	if co.Secret == "" {
+		log.Warn("the cluster port admits any peer that reaches it: give every node the same " + clusterSecretEnv +
+			" (or cluster { authorization { user, password } })")
+	}
+	return mux.New(ln, log, []byte(co.Secret)), nil
 }
 
 // clusterOptions applies --node-id, --cluster-addr, --peers and
@@ -251,8 +286,15 @@ func (f *dataplaneFlags) clusterOptions(opts *config.Options) error {
 	if f.set["cluster-name"] {
 		opts.Cluster.Name = f.clusterName
 	}
+	if v := os.Getenv(clusterSecretEnv); v != "" && opts.Cluster != nil {
+		opts.Cluster.Secret = v
+	}
 	return nil
 }
+
+// clusterSecretEnv names the environment variable holding the cluster
+// secret (an environment variable, not a flag: flags show in ps).
+const clusterSecretEnv = "CONTRAIL_CLUSTER_SECRET"
 
 func splitHostPort(addr string) (string, int, error) {
 	host, p, err := net.SplitHostPort(addr)
@@ -300,16 +342,17 @@ func runDataplane(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return flagExit(err)
 	}
-	log, err := newLogger(f.logLevel, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "contrail dataplane: %v\n", err)
-		return 2
-	}
 	opts, err := f.options()
 	if err != nil {
 		fmt.Fprintf(stderr, "contrail dataplane: %v\n", err)
 		return 2
 	}
+	log, logFile, err := dataplaneLogger(f.logLevel, f.set["log-level"], opts, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "contrail dataplane: %v\n", err)
+		return 2
+	}
+	defer logFile.Close()
 	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
 		fmt.Fprintf(stderr, "contrail dataplane: data dir: %v\n", err)
 		return 1
@@ -465,7 +508,14 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 	if maxStore <= 0 {
 		maxStore = defaultMaxStore(dir)
 	}
-	tierOpts, err := openTier(jsOpts.Tier, srv.Name(), log.With("component", "tier"))
+	node := srv.Options().ServerName
+	if jsOpts.Tier != nil && node == "" {
+		node, err = tierNodeName(dir)
+	}
+	var tierOpts jetstream.TierOptions
+	if err == nil {
+		tierOpts, err = openTier(jsOpts.Tier, node, log.With("component", "tier"))
+	}
 	if err != nil {
 		js.close()
 		return nil, fmt.Errorf("jetstream tier: %w", err)
@@ -489,9 +539,9 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 		js.close()
 		return nil, err
 	}
-	if srv.InOperatorMode() {
+	if srv.HasAccounts() { // operator mode, or the accounts block
 		hooks := &accountHooks{js: js.engine, log: log}
-		if clustered(opts) && srv.SystemAccount() != nil {
+		if srv.InOperatorMode() && clustered(opts) && srv.SystemAccount() != nil {
 			if hooks.spread, err = startAccountSpread(srv, hooks, log.With("component", "accounts")); err != nil {
 				js.close()
 				return nil, err

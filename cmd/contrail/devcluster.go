@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -107,6 +109,7 @@ type devNode struct {
 	dataDir                            string
 	bin                                string
 	args                               []string
+	env                                []string // added to this process's environment
 	out                                io.Writer
 	log                                *slog.Logger
 
@@ -135,20 +138,42 @@ func devNodes(f *devFlags, out io.Writer, log *slog.Logger) ([]*devNode, error) 
 	if err != nil {
 		return nil, err
 	}
+	// The nodes share a cluster secret made for this run, so the local
+	// cluster's port admits only its own nodes, as a deployed one should.
+	secret := make([]byte, 24)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("cluster secret: %w", err)
+	}
+	env := []string{clusterSecretEnv + "=" + hex.EncodeToString(secret)}
 	nodes := make([]*devNode, f.nodes)
 	peers := make([]string, f.nodes)
 	for i := range nodes {
 		id := "n" + strconv.Itoa(i+1)
 		nodes[i] = &devNode{id: id, natsAddr: natsAddrs[i], monitorAddr: monAddrs[i], clusterAddr: clusterAddrs[i],
-			dataDir: filepath.Join(f.dataDir, id), bin: bin, out: &prefixWriter{prefix: "[" + id + "] ", w: out},
+			dataDir: filepath.Join(f.dataDir, id), bin: bin, env: env, out: &prefixWriter{prefix: "[" + id + "] ", w: out},
 			log: log.With("node", id)}
 		peers[i] = id + "=" + clusterAddrs[i]
 	}
+	// Every node tiers to one directory of the dev data dir: a replicated
+	// stream's segments are shared by its replicas (the leader uploads,
+	// any node may read after a failover), and each node's keys carry its
+	// id, so the nodes never touch each other's objects.
+	tierDir, err := filepath.Abs(filepath.Join(f.dataDir, "tier"))
+	if err != nil {
+		return nil, err
+	}
+	tierArgs := []string{"--tier-url", "file://" + tierDir}
+	if f.tierSegment != "" {
+		tierArgs = append(tierArgs, "--tier-segment-bytes", f.tierSegment)
+	}
+	if f.tierLocal != "" {
+		tierArgs = append(tierArgs, "--tier-local-bytes", f.tierLocal)
+	}
 	for _, n := range nodes {
-		n.args = []string{"dataplane", "--node-id", n.id,
+		n.args = append([]string{"dataplane", "--node-id", n.id,
 			"--nats-addr", n.natsAddr, "--monitor-addr", n.monitorAddr,
 			"--cluster-addr", n.clusterAddr, "--peers", strings.Join(peers, ","),
-			"--data-dir", n.dataDir, "--log-level", f.logLevel}
+			"--data-dir", n.dataDir, "--log-level", f.logLevel}, tierArgs...)
 	}
 	return nodes, nil
 }
@@ -169,6 +194,7 @@ func (n *devNode) url() string { return "nats://" + n.natsAddr }
 // launch starts the node's process.
 func (n *devNode) launch() error {
 	cmd := exec.Command(n.bin, n.args...)
+	cmd.Env = append(os.Environ(), n.env...)
 	cmd.Stdout, cmd.Stderr = n.out, n.out
 	devChildAttrs(cmd)
 	if err := cmd.Start(); err != nil {

@@ -172,9 +172,14 @@ func clusterScenarios(t *testing.T, urls []string) []*nats.Conn {
 			t.Fatal(err)
 		}
 		flush(t, conns[1])
-		waitFor(t, 5*time.Second, "responder across the route", func() bool {
-			_, err := conns[0].Request("svc.echo", []byte("x"), 200*time.Millisecond)
-			return err == nil
+		// Each node learns of the responder over its own route from n2.
+		waitFor(t, 5*time.Second, "responder across the routes", func() bool {
+			for _, nc := range []*nats.Conn{conns[0], conns[2]} {
+				if _, err := nc.Request("svc.echo", []byte("x"), 200*time.Millisecond); err != nil {
+					return false
+				}
+			}
+			return true
 		})
 		m, err := conns[2].Request("svc.echo", []byte("hi"), 2*time.Second)
 		if err != nil || string(m.Data) != "re:hi" {
@@ -318,17 +323,20 @@ func TestClusterCoreSlowRoute(t *testing.T) {
 // A nats-server style config file: routes as bare URLs (this node's own
 // among them), names learnt from each peer's INFO. Without peer names
 // there is no JetStream cluster (raft needs the members' names up front),
-// so this core-only cluster turns JetStream off.
+// so this core-only cluster turns JetStream off. The cluster block's
+// authorization, with the same pair in the route URLs as nats-server's
+// configs carry it, is the cluster secret.
 func TestClusterCoreConfigFile(t *testing.T) {
 	addrs := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
 	var routes []string
 	for _, a := range addrs {
-		routes = append(routes, `"nats-route://`+a+`"`)
+		routes = append(routes, `"nats-route://route:pw-123@`+a+`"`)
 	}
 	var urls []string
 	var nodes []*node
 	for i, a := range addrs {
-		conf := fmt.Sprintf("server_name: c%d\njetstream: disabled\ncluster {\n  name: filecluster\n  listen: %q\n  routes: [%s]\n}\n",
+		conf := fmt.Sprintf("server_name: c%d\njetstream: disabled\ncluster {\n  name: filecluster\n  listen: %q\n"+
+			"  authorization { user: route, password: pw-123 }\n  routes: [%s]\n}\n",
 			i+1, a, strings.Join(routes, ", "))
 		n := startNode(t, nodeOpts{config: conf})
 		nodes = append(nodes, n)
@@ -349,6 +357,11 @@ func TestClusterCoreConfigFile(t *testing.T) {
 	waitInterest(t, nc0, sub, "file.x")
 	if c, _ := varz(t, nodes[1].MonURL)["cluster"].(map[string]any); c["name"] != "filecluster" {
 		t.Errorf("varz cluster %v", c)
+	}
+	for _, n := range nodes {
+		if out := n.proc.out.String(); strings.Contains(out, "pw-123") || strings.Contains(out, "admits any peer") {
+			t.Errorf("a node logged its secret or called its port open:\n%s", out)
+		}
 	}
 }
 
@@ -463,4 +476,40 @@ func TestClusterCoreFlagErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
 		}
 	}
+}
+
+// TestClusterSecret: the cluster port admits only nodes holding the
+// cluster's secret. A node started with another secret forms no route
+// and joins no raft group (its peers refuse it and it refuses them);
+// restarted with the right one it joins. The nodes warn when they run
+// without a secret (every other cluster test runs with one).
+func TestClusterSecret(t *testing.T) {
+	t.Parallel()
+	nodes := startCluster(t, 3, clusterOpts{late: 1, secret: func(i int) string {
+		if i == 2 {
+			return "not-the-secret"
+		}
+		return clusterTestSecret
+	}})
+	n1, n3 := nodes[0], nodes[2]
+	n3.launch(t)
+	waitFor(t, clusterTimeout(), "n1 to refuse n3", func() bool {
+		return strings.Contains(n1.proc.out.String(), "refused a connection that does not hold the cluster secret")
+	})
+	waitFor(t, clusterTimeout(), "n3 to refuse its peers", func() bool {
+		return strings.Contains(n3.proc.out.String(), "route refused: the peer does not hold this node's cluster secret")
+	})
+	if rz := n1.routez(t); rz["num_routes"] != float64(1) {
+		t.Fatalf("n1 has %v routes with n3 holding another secret, want 1 (n2)", rz["num_routes"])
+	}
+	if rz := n3.routez(t); rz["num_routes"] != float64(0) {
+		t.Fatalf("n3 has %v routes with another secret, want 0", rz["num_routes"])
+	}
+	if strings.Contains(n1.proc.out.String(), "admits any peer") {
+		t.Error("a node with a secret warned that its port is open")
+	}
+	n3.terminate(t)
+	n3.secret = clusterTestSecret
+	n3.start(t)
+	waitMesh(t, nodes)
 }

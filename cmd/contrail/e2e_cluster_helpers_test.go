@@ -14,7 +14,12 @@ type clusterNode struct {
 	ID          string // --node-id, the server name
 	ClusterAddr string // --cluster-addr
 	args        []string
+	secret      string // the cluster secret it is started with
 }
+
+// clusterTestSecret is the cluster secret of the tests' clusters: every
+// cluster test runs with the cluster port's handshake on.
+const clusterTestSecret = "e2e-cluster-secret"
 
 // clusterOpts tweaks startCluster.
 type clusterOpts struct {
@@ -29,6 +34,8 @@ type clusterOpts struct {
 	// while listening on its own --cluster-addr. Nothing passes cluster
 	// addresses between nodes, so each node's own list is what it dials.
 	dialAddr func(from, to int, addr string) string
+	// secret returns node i's cluster secret (default clusterTestSecret).
+	secret func(i int) string
 }
 
 // startCluster starts n `contrail dataplane` nodes n1..nN on loopback,
@@ -41,7 +48,10 @@ func startCluster(t testing.TB, n int, o clusterOpts) []*clusterNode {
 	nodes := make([]*clusterNode, n)
 	for i := range nodes {
 		dir := t.TempDir()
-		cn := &clusterNode{ID: fmt.Sprintf("n%d", i+1), ClusterAddr: freeAddr(t)}
+		cn := &clusterNode{ID: fmt.Sprintf("n%d", i+1), ClusterAddr: freeAddr(t), secret: clusterTestSecret}
+		if o.secret != nil {
+			cn.secret = o.secret(i)
+		}
 		cn.node = &node{NatsAddr: freeAddr(t), MonAddr: freeAddr(t), DataDir: filepath.Join(dir, "data"), Dir: dir}
 		cn.URL, cn.MonURL = "nats://"+cn.NatsAddr, "http://"+cn.MonAddr
 		nodes[i] = cn
@@ -89,7 +99,7 @@ func (cn *clusterNode) start(t testing.TB) {
 // launch runs the node's process; it stops when the test ends.
 func (cn *clusterNode) launch(t testing.TB) {
 	t.Helper()
-	p, err := startProc(t, cn.ID, contrailBin, cn.args...)
+	p, err := startProcEnv(t, cn.ID, contrailBin, []string{clusterSecretEnv + "=" + cn.secret}, cn.args...)
 	if err != nil {
 		t.Fatal(err)
 	}

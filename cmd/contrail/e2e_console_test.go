@@ -217,6 +217,25 @@ func TestConsoleBrowser(t *testing.T) {
 
 	crossSiteFormRefused(t, b, d, hostileAccount)
 
+	// Delete the account for real, with its name typed: the console is
+	// back at its empty state, and the account's creds stop working.
+	b.click("td a[data-account]")
+	b.waitText("h1.account-name", hostileAccount)
+	b.clickText("Settings")
+	b.clickText("Delete account…")
+	b.fill("confirm", hostileAccount)
+	b.waitJS("delete to be enabled once the name is typed", ready)
+	b.click("dialog[open] button.danger")
+	b.waitText(".empty h2", "Create your first account")
+	b.shoot("deleted")
+	waitFor(t, ioTimeout, "the deleted account's creds to be refused", func() bool {
+		c, err := dialCreds(d.NatsURL, credsPath, nil)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+
 	// Log out: the session is gone, and the console asks to log in.
 	b.clickText("Log out")
 	b.text("main.auth form")

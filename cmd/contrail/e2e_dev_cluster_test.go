@@ -10,8 +10,8 @@ import (
 )
 
 // startDevCluster runs `contrail dev --nodes 3` on free ports: the
-// addresses are given one per node, as a list.
-func startDevCluster(t *testing.T, dataDir string) (d *devProc, natsURLs, clusterAddrs []string) {
+// addresses are given one per node, as a list; extra flags follow.
+func startDevCluster(t *testing.T, dataDir string, extra ...string) (d *devProc, natsURLs, clusterAddrs []string) {
 	t.Helper()
 	var nats, mon []string
 	for range 3 {
@@ -21,7 +21,7 @@ func startDevCluster(t *testing.T, dataDir string) (d *devProc, natsURLs, cluste
 	}
 	d = &devProc{DataDir: dataDir, httpAddr: freeAddr(t), natsAddr: strings.Join(nats, ",")}
 	d.URL, d.NatsURL = "http://"+d.httpAddr, strings.Join(natsURLs, ",")
-	d.args = []string{"--nodes", "3", "--monitor-addr", strings.Join(mon, ","), "--cluster-addr", strings.Join(clusterAddrs, ",")}
+	d.args = append([]string{"--nodes", "3", "--monitor-addr", strings.Join(mon, ","), "--cluster-addr", strings.Join(clusterAddrs, ",")}, extra...)
 	d.start(t)
 	return d, natsURLs, clusterAddrs
 }

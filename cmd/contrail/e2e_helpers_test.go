@@ -71,9 +71,14 @@ func (b *syncBuffer) String() string {
 }
 
 func startProc(t testing.TB, name, bin string, args ...string) (*proc, error) {
+	return startProcEnv(t, name, bin, nil, args...)
+}
+
+// startProcEnv is startProc with env added to the process's environment.
+func startProcEnv(t testing.TB, name, bin string, env []string, args ...string) (*proc, error) {
 	p := &proc{t: t, name: name, out: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = childEnv()
+	p.cmd.Env = append(childEnv(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
@@ -316,16 +321,34 @@ func waitHealthyWithin(p *proc, monURL string, within time.Duration) error {
 	}
 }
 
-// freeAddr finds a free loopback TCP address.
+// freeAddr finds a free loopback TCP address, never one it returned before
+// in this process.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("finding a free port: %v", err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		// The kernel may offer a port again once it is closed, before
+		// the process it was picked for binds it: a test starting
+		// several servers would then give two of them one port.
+		if !handedOut.addrs[addr] {
+			handedOut.addrs[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
+
+// handedOut holds every address freeAddr has returned in this process.
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
 
 // writeFile writes a file in dir and returns its path.
 func writeFile(t testing.TB, dir, name, content string) string {

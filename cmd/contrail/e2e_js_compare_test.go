@@ -17,7 +17,7 @@ import (
 // be the same once times and the server version are masked.
 
 // apiLevel masks the API level in account info: Contrail announces the
-// level of the features it has (1), nats-server 2.15 is at 5.
+// level of the features it has (2), nats-server 2.15 is at 5.
 var apiLevel = []string{"level"}
 
 // apiStep is one request of a scripted session.

@@ -170,7 +170,7 @@ func maskReply(v any, maskKeys ...string) any {
 				out[k] = "VER"
 			case k == "_nats.level":
 				// Contrail announces the API level of the features it
-				// has (1); nats-server 2.15 is at level 5.
+				// has (2); nats-server 2.15 is at level 5.
 				out[k] = "LEVEL"
 			case k == "leader" || k == "server_id":
 				out[k] = "SERVER"
@@ -336,4 +336,22 @@ func restartNode(t testing.TB, n *node, o nodeOpts, sig syscall.Signal) *node {
 	}
 	o.dir = n.Dir
 	return startNode(t, o)
+}
+
+// sameLines reports, line by line, where Contrail's transcript differs
+// from nats-server's (a line one side lacks compares as empty).
+func sameLines(t testing.TB, what string, ours, ref []string) {
+	t.Helper()
+	for i := range max(len(ours), len(ref)) {
+		var o, r string
+		if i < len(ours) {
+			o = ours[i]
+		}
+		if i < len(ref) {
+			r = ref[i]
+		}
+		if o != r {
+			t.Errorf("%s at line %d:\n  contrail:    %s\n  nats-server: %s", what, i, o, r)
+		}
+	}
 }

@@ -229,18 +229,7 @@ func TestJSCKVCompare(t *testing.T) {
 	ours, ref := jsPair(t)
 	a := kvTranscript(t, ours.js)
 	b := kvTranscript(t, ref.js)
-	for i := range max(len(a), len(b)) {
-		var x, y string
-		if i < len(a) {
-			x = a[i]
-		}
-		if i < len(b) {
-			y = b[i]
-		}
-		if x != y {
-			t.Errorf("KV sessions differ at line %d:\ncontrail:    %s\nnats-server: %s", i, x, y)
-		}
-	}
+	sameLines(t, "KV sessions differ", a, b)
 	if t.Failed() {
 		t.Logf("nats-server transcript:\n%s", strings.Join(b, "\n"))
 	}

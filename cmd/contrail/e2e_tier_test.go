@@ -6,61 +6,25 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/contrail/contrail/dataplane/tier/tiertest"
 )
 
-const versitygwVersion = "v1.8.0"
-
-// startVersity runs versitygw (a real S3 server) on loopback over a
-// directory whose subdirectory bucket is the one bucket, and returns its
-// endpoint URL and the bucket's directory. The node started after it
-// takes the credentials from the standard AWS environment.
+// startVersity runs versitygw (a real S3 server) on loopback with one
+// bucket, and returns its endpoint URL and the bucket's directory. The
+// node started after it takes the credentials from the standard AWS
+// environment, which the helper sets for the test.
 func startVersity(t *testing.T, bucket string) (endpoint, bucketDir string) {
 	t.Helper()
-	bin, err := lookTool("versitygw")
-	if err != nil {
-		t.Fatalf("versitygw not found; run `go install github.com/versity/versitygw/cmd/versitygw@%s` (`make tools` does)", versitygwVersion)
-	}
-	if out, err := exec.Command("go", "version", "-m", bin).Output(); err != nil || !strings.Contains(string(out), versitygwVersion) {
-		t.Fatalf("%s is not versitygw %s (%v); run `make tools`", bin, versitygwVersion, err)
-	}
-	root := t.TempDir()
-	bucketDir = filepath.Join(root, bucket)
-	if err := os.Mkdir(bucketDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	p, err := startProc(t, "versitygw", bin, "--access", "K", "--secret", "S", "--port", addr, "posix", root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.stop)
-	waitFor(t, startTimeout, "versitygw listening", func() bool {
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil || !p.running()
-	})
-	if !p.running() {
-		t.Fatalf("versitygw exited:\n%s", p.out.String())
-	}
-	aws := t.TempDir()
-	t.Setenv("AWS_ACCESS_KEY_ID", "K")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "S")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(aws, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(aws, "credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	return "http://" + addr, bucketDir
+	s := tiertest.StartT(t, bucket)
+	return s.Endpoint, s.BucketDir(bucket)
 }
 
 // dirBytes sums the sizes of the files under dir.
@@ -488,5 +452,89 @@ func TestTierDev(t *testing.T) {
 		if err != nil || !bytes.Equal(m.Data, tierPayload(int(seq), size)) {
 			t.Fatalf("get %d after restart: %v", seq, err)
 		}
+	}
+}
+
+// TestTierDevCluster: `contrail dev --nodes 3` tiers every node to one
+// directory of its data dir, so an R3 stream's replicas share its
+// segments: after a restart (the partition's leader may be another
+// node), cold messages still read back from the same objects.
+func TestTierDevCluster(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	d, urls, _ := startDevCluster(t, dataDir, "--tier-segment-bytes", "64KiB", "--tier-local-bytes", "256KiB")
+	creds := filepath.Join(dataDir, "dev.creds")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	js, err := jetstream.New(connectCreds(t, strings.Join(urls, ","), creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s jetstream.Stream
+	waitFor(t, startTimeout, "an R3 stream created", func() bool {
+		s, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "DC", Subjects: []string{"dc"}, Replicas: 3})
+		return err == nil
+	})
+	const n, size = 400, 2 << 10
+	for i := 1; i <= n; i++ {
+		// Sent again under its message id if it falls into a leadership
+		// move (the balancer spreads partitions right after start).
+		for try := 0; ; try++ {
+			_, err := js.Publish(ctx, "dc", tierPayload(i, size), jetstream.WithMsgID(fmt.Sprintf("dc-%d", i)))
+			if err == nil {
+				break
+			}
+			if try == 10 {
+				t.Fatalf("publish %d: %v", i, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	tierDir := filepath.Join(dataDir, "tier")
+	waitFor(t, time.Minute, "segments in the shared tier directory", func() bool {
+		b, _ := segFiles(t, tierDir)
+		return b >= 400<<10
+	})
+	for _, id := range []string{"n1", "n2", "n3"} {
+		if _, files := segFiles(t, filepath.Join(dataDir, id)); files != 0 {
+			t.Fatalf("node %s keeps segment files in its own data dir", id)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, seq := range []uint64{1, 2, 100, n} {
+			var m *jetstream.RawStreamMsg
+			waitFor(t, startTimeout, fmt.Sprintf("message %d %s", seq, when), func() bool {
+				m, err = s.GetMsg(ctx, seq)
+				return err == nil
+			})
+			if !bytes.Equal(m.Data, tierPayload(int(seq), size)) {
+				t.Fatalf("message %d %s: wrong data", seq, when)
+			}
+		}
+	}
+	check("after tiering")
+	d.stop()
+	d.start(t)
+	js, err = jetstream.New(connectCreds(t, strings.Join(urls, ","), creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, startTimeout, "the stream after a restart", func() bool {
+		s, err = js.Stream(ctx, "DC")
+		return err == nil
+	})
+	check("after a restart")
+}
+
+// TestTierNodeName: a node without a server_name names its objects with
+// a name made once and kept in its store directory.
+func TestTierNodeName(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "js")
+	a, err := tierNodeName(dir)
+	if err != nil || !strings.HasPrefix(a, "node-") {
+		t.Fatalf("first name %q: %v", a, err)
+	}
+	if b, err := tierNodeName(dir); err != nil || b != a {
+		t.Fatalf("second name %q (%v), want %q", b, err, a)
 	}
 }

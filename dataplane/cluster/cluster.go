@@ -73,20 +73,20 @@ type Config struct {
 	TimingMultiplier int
 	// CommitTimeout is how long the meta group's leader with nothing
 	// new to send waits before telling its followers the commit index
-	// again (default 100 ms). Followers apply an entry only once they
+	// again (default 500 ms). Followers apply an entry only once they
 	// learn it is committed, so this bounds how far a follower's FSM
-	// trails the leader's after the last write of a burst (and how late
-	// a create whose partition a meta follower leads is answered); while
-	// writes flow every append carries the commit index. Commits on the
+	// trails the leader's after the last write of a burst; while writes
+	// flow every append carries the commit index, and an entry carrying
+	// a request is followed by a barrier that carries it at once (the
+	// engine's nudge), so no answer waits for this. Commits on the
 	// leader do not wait for it: new entries are sent at once.
 	CommitTimeout time.Duration
 	// PartitionCommitTimeout is CommitTimeout for the partitions
 	// (default 500 ms). A partition's followers serve nothing from what
 	// they applied (its leader answers; a new leader first applies
-	// everything committed), so their lag after a burst costs nothing,
-	// while the meta group's followers answer creates once they apply
-	// them. Longer, it halves a partition's idle traffic with the
-	// heartbeat thinning (see heartbeatThin).
+	// everything committed), so their lag after a burst costs nothing.
+	// Long, it halves a partition's idle traffic with the heartbeat
+	// thinning (see heartbeatThin).
 	PartitionCommitTimeout time.Duration
 	// TrailingLogs is how many entries a snapshot leaves in the log
 	// (default 1024). Snapshots are cheap on the Pebble store, so a
@@ -123,7 +123,7 @@ func (c *Config) setDefaults() {
 		c.TimingMultiplier = 1
 	}
 	if c.CommitTimeout == 0 {
-		c.CommitTimeout = 100 * time.Millisecond
+		c.CommitTimeout = 500 * time.Millisecond
 	}
 	if c.PartitionCommitTimeout == 0 {
 		c.PartitionCommitTimeout = 500 * time.Millisecond

@@ -207,7 +207,7 @@ func (n *Node) call(peer string, req ctlRequest) (ctlResponse, error) {
 		return ctlResponse{}, fmt.Errorf("no address for %q", peer)
 	}
 	timeout := ctlTimeout(req.Op, n.mult)
-	c, err := mux.Dial(addr, mux.KindControl, 0, timeout)
+	c, err := n.cfg.Mux.Dial(addr, mux.KindControl, 0, timeout)
 	if err != nil {
 		return ctlResponse{}, err
 	}

@@ -529,7 +529,7 @@ func (g *Group) Replicas() []Replica {
 		}
 		rep := Replica{Name: nodeName(s.ID), Voter: s.Suffrage == raft.Voter}
 		if s.ID == leader {
-			rep.Active = now.Sub(r.LastContact())
+			rep.Active = sinceContact(now, r.LastContact())
 			rep.Current = rep.Active <= CurrentWithin*g.n.mult
 			rep.Offline = rep.Active > OfflineAfter*g.n.mult
 		}

@@ -128,9 +128,18 @@ func (p *progress) acked(id raft.ServerID) (uint64, time.Time) {
 
 // replica reports server s as the leader sees it, with lastIndex the
 // leader's last log index and mult the timing multiplier.
+// sinceContact is how long before now a peer was last heard from, never
+// negative: the contact time is written by raft's goroutines while the
+// caller reads the clock, so a contact can land just after now, and a
+// negative "active" breaks clients that check it (natscli refuses a
+// stream create reply whose replica was active -78µs).
+func sinceContact(now, contact time.Time) time.Duration {
+	return max(now.Sub(contact), 0)
+}
+
 func (p *progress) replica(s raft.Server, lastIndex uint64, mult time.Duration, now time.Time) Replica {
 	acked, contact := p.acked(s.ID)
-	r := Replica{Name: nodeName(s.ID), Voter: s.Suffrage == raft.Voter, Active: now.Sub(contact)}
+	r := Replica{Name: nodeName(s.ID), Voter: s.Suffrage == raft.Voter, Active: sinceContact(now, contact)}
 	if acked < lastIndex {
 		r.Lag = lastIndex - acked
 	}

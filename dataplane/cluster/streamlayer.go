@@ -137,7 +137,7 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	if len(address) > 255 {
 		return nil, fmt.Errorf("group %d: server id %q too long", s.group, address)
 	}
-	c, err := mux.Dial(addr, mux.KindRaft, s.group, timeout)
+	c, err := s.ln.Dial(addr, mux.KindRaft, s.group, timeout)
 	if err != nil {
 		return nil, err
 	}

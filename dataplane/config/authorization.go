@@ -1,22 +1,54 @@
 package config
 
 import (
+	"time"
+
 	"github.com/nats-io/nkeys"
 
 	"github.com/contrail/contrail/dataplane/config/conf"
 )
 
-// Authorization is the open-mode `authorization` block: users known by
-// their nkey, each proving it at CONNECT by signing the server's nonce.
-// Operator mode does not use it; accounts and users come from JWTs there.
+// Authorization is the `authorization` block: who may connect to the
+// global account (or, for users of the accounts block, to theirs), and
+// how long a client has to say so. Operator mode does not use it; users
+// come from JWTs there.
+//
+// The forms are exclusive as in nats-server: a single User/Password, a
+// Token, or a list of Users (with passwords or nkeys).
 type Authorization struct {
-	Users []NkeyUser
+	User, Password string
+	Token          string
+	Users          []User
+	// DefaultPermissions apply to the block's users that have none.
+	DefaultPermissions *Permissions
+	// Timeout bounds the wait for CONNECT; 0 takes the server default.
+	Timeout time.Duration
+
+	userPos, tokenPos conf.Pos
 }
 
-// NkeyUser is one bare nkey user of the global account.
-type NkeyUser struct {
-	Nkey        string
-	Permissions *Permissions // nil: may do anything
+// User is one user of the authorization or accounts block. Password may
+// be plain text or a bcrypt hash ($2a$, $2b$ ...).
+type User struct {
+	Name, Password, Nkey string
+	Permissions          *Permissions // nil: the block's default permissions
+	// Account is the accounts-block account the user belongs to; empty
+	// for the global account.
+	Account string
+	// ConnectionTypes, when not empty, are the connection types the user
+	// may connect with (STANDARD, WEBSOCKET, ...); Contrail serves
+	// STANDARD only.
+	ConnectionTypes []string
+
+	pos conf.Pos
+}
+
+// ID is how the user is named: its user name, else its nkey.
+func (u *User) ID() string {
+	if u.Name != "" {
+		return u.Name
+	}
+	return u.Nkey
 }
 
 // Permissions restrict a user as nats-server's permissions block does.
@@ -44,43 +76,81 @@ var authorizationField = blockField(authFields, authUnsupported,
 	func(o *Options, a *Authorization) { o.Authorization = a })
 
 var authFields = map[string]field[Authorization]{
+	"user":     authUserField(func(a *Authorization) *string { return &a.User }),
+	"username": authUserField(func(a *Authorization) *string { return &a.User }),
+	"password": stringField(func(a *Authorization) *string { return &a.Password }),
+	"pass":     stringField(func(a *Authorization) *string { return &a.Password }),
+	"token": func(d *decoder, a *Authorization, path string, v *conf.Value) {
+		a.tokenPos = v.Pos
+		stringField(func(a *Authorization) *string { return &a.Token })(d, a, path, v)
+	},
 	"users": func(d *decoder, a *Authorization, path string, v *conf.Value) {
-		if v.Kind != conf.KindArray {
-			d.typeErr(path, v, "array")
-			return
+		a.Users = append(a.Users, d.users(path, v, "")...)
+	},
+	"default_permissions": blockField(permFields, nil, func() *Permissions { return &Permissions{} },
+		func(a *Authorization, p *Permissions) { a.DefaultPermissions = p }),
+	"timeout": durationField(func(a *Authorization) *time.Duration { return &a.Timeout }),
+}
+
+func authUserField(sel func(*Authorization) *string) field[Authorization] {
+	return func(d *decoder, a *Authorization, path string, v *conf.Value) {
+		a.userPos = v.Pos
+		stringField(sel)(d, a, path, v)
+	}
+}
+
+var authUnsupported = setOf("auth_callout", "callout", "auth_users", "proxy_required")
+
+// users reads a users list; account names the accounts-block account the
+// users belong to ("" for the authorization block).
+func (d *decoder) users(path string, v *conf.Value, account string) []User {
+	if v.Kind != conf.KindArray {
+		d.typeErr(path, v, "array")
+		return nil
+	}
+	var out []User
+	for _, item := range v.Array {
+		if item.Kind != conf.KindMap {
+			d.typeErr(path, item, "map")
+			continue
 		}
-		for _, item := range v.Array {
-			if item.Kind != conf.KindMap {
-				d.typeErr(path, item, "map")
-				continue
-			}
-			var u NkeyUser
-			decodeMap(d, &u, path, item.Map, userFields, userUnsupported)
-			if u.Nkey == "" {
-				d.fail(item.Pos, nil, "%s: a user needs an nkey (user/password users are not supported by Contrail)", path)
-				continue
-			}
-			if !nkeys.IsValidPublicUserKey(u.Nkey) {
-				d.fail(item.Pos, nil, "%s: %q is not a user public nkey", path, u.Nkey)
-				continue
-			}
-			a.Users = append(a.Users, u)
+		u := User{Account: account, pos: item.Pos}
+		decodeMap(d, &u, path, item.Map, userFields, userUnsupported)
+		switch {
+		case u.Nkey != "" && (u.Name != "" || u.Password != ""):
+			d.fail(item.Pos, nil, "%s: a user has a nkey or a user and password, not both", path)
+		case u.Nkey != "" && !nkeys.IsValidPublicUserKey(u.Nkey):
+			d.fail(item.Pos, nil, "%s: %q is not a user public nkey", path, u.Nkey)
+		case u.Nkey == "" && u.Name == "":
+			d.fail(item.Pos, nil, "%s: a user needs a user name or an nkey", path)
+		default:
+			out = append(out, u)
 		}
+	}
+	return out
+}
+
+var userFields = map[string]field[User]{
+	"user":        stringField(func(u *User) *string { return &u.Name }),
+	"username":    stringField(func(u *User) *string { return &u.Name }),
+	"password":    stringField(func(u *User) *string { return &u.Password }),
+	"pass":        stringField(func(u *User) *string { return &u.Password }),
+	"nkey":        stringField(func(u *User) *string { return &u.Nkey }),
+	"permissions": permissionsField,
+	"permission":  permissionsField,
+	"allowed_connection_types": func(d *decoder, u *User, path string, v *conf.Value) {
+		u.ConnectionTypes = d.subjects(path, v)
+	},
+	"connection_types": func(d *decoder, u *User, path string, v *conf.Value) {
+		u.ConnectionTypes = d.subjects(path, v)
 	},
 }
 
-var authUnsupported = setOf("user", "username", "password", "pass", "token", "timeout", "auth_callout", "default_permissions")
-
-var userFields = map[string]field[NkeyUser]{
-	"nkey":        stringField(func(u *NkeyUser) *string { return &u.Nkey }),
-	"permissions": permissionsField,
-}
-
-var userUnsupported = setOf("user", "username", "password", "pass", "account", "allowed_connection_types")
+var userUnsupported = setOf("proxy_required")
 
 var permissionsField = blockField(permFields, nil,
 	func() *Permissions { return &Permissions{} },
-	func(u *NkeyUser, p *Permissions) { u.Permissions = p })
+	func(u *User, p *Permissions) { u.Permissions = p })
 
 var permFields = map[string]field[Permissions]{
 	"publish":   subjectPermField(func(p *Permissions) *SubjectPermission { return &p.Publish }),
@@ -96,8 +166,15 @@ var permFields = map[string]field[Permissions]{
 		case conf.KindMap:
 			r := &ResponsePermission{}
 			decodeMap(d, r, path, v.Map, map[string]field[ResponsePermission]{
-				"max":     intField(func(r *ResponsePermission) *int { return &r.MaxMsgs }),
-				"expires": stringField(func(r *ResponsePermission) *string { return &r.Expires }),
+				"max": intField(func(r *ResponsePermission) *int { return &r.MaxMsgs }),
+				"expires": func(d *decoder, r *ResponsePermission, path string, v *conf.Value) {
+					if _, ok := d.duration(path, v); ok {
+						r.Expires = v.Raw // a duration string, or seconds
+						if v.Kind != conf.KindString {
+							r.Expires = v.Raw + "s"
+						}
+					}
+				},
 			}, nil)
 			p.AllowResponses = r
 		default:

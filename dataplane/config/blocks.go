@@ -15,6 +15,7 @@ var tlsFields = map[string]field[TLSOptions]{
 	"key_file":        stringField(func(t *TLSOptions) *string { return &t.KeyFile }),
 	"ca_file":         stringField(func(t *TLSOptions) *string { return &t.CAFile }),
 	"verify":          boolField(func(t *TLSOptions) *bool { return &t.Verify }),
+	"verify_and_map":  boolField(func(t *TLSOptions) *bool { return &t.VerifyAndMap }),
 	"timeout":         durationField(func(t *TLSOptions) *time.Duration { return &t.Timeout }),
 	"handshake_first": handshakeFirstField,
 	"first":           handshakeFirstField,
@@ -23,7 +24,7 @@ var tlsFields = map[string]field[TLSOptions]{
 
 // tlsUnsupported are nats-server tls keys Contrail does not implement.
 var tlsUnsupported = setOf(
-	"verify_and_map", "verify_cert_and_check_known_urls", "insecure",
+	"verify_cert_and_check_known_urls", "insecure",
 	"cipher_suites", "curve_preferences", "pinned_certs", "cert_store",
 	"cert_match_by", "cert_match", "cert_match_skip_invalid",
 	"ca_certs_match", "ocsp_peer", "certs", "min_version",

@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +36,36 @@ type ClusterOptions struct {
 	// DigestInterval is how often replicas compare their copies
 	// (--digest-interval; 0 never).
 	DigestInterval time.Duration
+	// Secret is the cluster secret every node proves it holds before the
+	// cluster port lets it in (CONTRAIL_CLUSTER_SECRET, or the block's
+	// authorization user and password); empty leaves the port open to
+	// whoever can reach it. Never logged.
+	Secret string
+}
+
+// LogValue keeps the secret out of any log line that prints the options.
+func (c ClusterOptions) LogValue() slog.Value {
+	c.Secret = redact(c.Secret)
+	c.Peers = slices.Clone(c.Peers)
+	for i := range c.Peers {
+		c.Peers[i].creds = redact(c.Peers[i].creds)
+	}
+	type plain ClusterOptions // no LogValue: no recursion
+	return slog.AnyValue(plain(c))
+}
+
+func redact(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// routeAuth is what the block's authorization and its routes' URLs
+// said, checked against each other once the block is read.
+type routeAuth struct {
+	user, password string
+	set            bool
 }
 
 // DefaultDigestInterval is how often replicas compare their copies
@@ -46,6 +78,12 @@ const DefaultDigestInterval = 5 * time.Minute
 type Peer struct {
 	ID   string
 	Addr string
+
+	// creds are a config file's route URL credentials (user:password):
+	// they must be the cluster block's authorization (checked in
+	// validate).
+	creds    string
+	hasCreds bool
 }
 
 // Addr is the cluster port's host:port.
@@ -96,7 +134,8 @@ func ParseRoute(s string) (Peer, error) {
 			return Peer{}, fmt.Errorf("route %q: scheme %q: want nats-route", s, u.Scheme)
 		}
 		if u.User != nil {
-			return Peer{}, fmt.Errorf("route %q: %w: route credentials", s, ErrUnsupported)
+			pw, _ := u.User.Password()
+			p.creds, p.hasCreds = u.User.Username()+":"+pw, true
 		}
 		s = u.Host
 	}
@@ -137,12 +176,36 @@ var clusterFields = map[string]field[ClusterOptions]{
 		}
 	},
 	"routes": routesField,
+	"authorization": func(d *decoder, c *ClusterOptions, path string, v *conf.Value) {
+		var a routeAuth
+		blockField(clusterAuthFields, setOf("token", "users", "timeout"),
+			func() *routeAuth { return &routeAuth{set: true} },
+			func(_ *ClusterOptions, b *routeAuth) { a = *b })(d, c, path, v)
+		if !a.set {
+			return
+		}
+		if a.user == "" || a.password == "" {
+			d.fail(v.Pos, nil, "%s: needs user and password (every node of the cluster holds the same pair)", path)
+			return
+		}
+		c.Secret = a.user + ":" + a.password
+	},
+}
+
+// clusterAuthFields are the keys of the cluster block's authorization.
+// Contrail's cluster port admits a node that proves it holds the pair,
+// without the pair crossing the wire; a single shared pair is what that
+// needs, so nats-server's token, users list and timeout there are not
+// supported.
+var clusterAuthFields = map[string]field[routeAuth]{
+	"user":     stringField(func(a *routeAuth) *string { return &a.user }),
+	"password": stringField(func(a *routeAuth) *string { return &a.password }),
 }
 
 // clusterUnsupported are the cluster block's nats-server keys Contrail
 // does not implement.
 var clusterUnsupported = setOf(
-	"authorization", "tls", "advertise", "cluster_advertise", "no_advertise",
+	"tls", "advertise", "cluster_advertise", "no_advertise",
 	"connect_retries", "connect_backoff", "pool_size", "accounts", "compression",
 	"ping_interval", "ping_max", "pinned_accounts",
 )
@@ -210,6 +273,9 @@ func (c *ClusterOptions) validate(name string) []error {
 		}
 		if addrs[p.Addr] {
 			add("peers: address %q appears twice", p.Addr)
+		}
+		if p.hasCreds && p.creds != c.Secret {
+			add("route %s: its user and password must be the cluster block's authorization user and password (every node proves the one shared pair)", p.Addr)
 		}
 		addrs[p.Addr] = true
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -35,6 +36,32 @@ cluster {
 	}
 }
 
+// TestClusterAuthorization: the cluster block's authorization becomes
+// the cluster secret, and routes may carry the same pair, as a
+// nats-server config with route credentials does.
+func TestClusterAuthorization(t *testing.T) {
+	src := `
+cluster {
+  port: 6222
+  authorization { user: route, password: s3cr3t }
+  routes: [ "nats-route://route:s3cr3t@127.0.0.1:6223", "nats-route://127.0.0.1:6224" ]
+}
+`
+	o, err := Parse([]byte(src), "test.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o.Cluster.Secret != "route:s3cr3t" {
+		t.Errorf("secret %q", o.Cluster.Secret)
+	}
+	if got := fmt.Sprint(o.Cluster.LogValue()); strings.Contains(got, "s3cr3t") {
+		t.Errorf("the log form shows the secret: %s", got)
+	}
+}
+
 func TestClusterDefaults(t *testing.T) {
 	o, err := Parse([]byte("cluster { port: 6222 }"), "test.conf")
 	if err != nil {
@@ -48,7 +75,12 @@ func TestClusterDefaults(t *testing.T) {
 func TestClusterBad(t *testing.T) {
 	for _, tt := range []struct{ src, want string }{
 		{`cluster { routes: ["http://h:1"] }`, `scheme "http"`},
-		{`cluster { routes: ["nats-route://u:p@h:1"] }`, `not supported`},
+		{`cluster { routes: ["nats-route://u:p@h:1"] }`, `must be the cluster block's authorization`},
+		{`cluster { authorization { user: u, password: p }, routes: ["nats-route://u:q@h:1"] }`, `must be the cluster block's authorization`},
+		{`cluster { authorization { user: u } }`, `needs user and password`},
+		{`cluster { authorization { token: t } }`, `"cluster.authorization.token" is not supported`},
+		{`cluster { authorization { users: [ { user: a, password: b } ] } }`, `"cluster.authorization.users" is not supported`},
+		{`cluster { authorization { usr: u, password: p } }`, `unknown key "cluster.authorization.usr"`},
 		{`cluster { routes: ["nats-route://h"] }`, `not host:port`},
 		{`cluster { pool_size: 3 }`, `"cluster.pool_size" is not supported`},
 		{`cluster { name: "a b" }`, `cluster name`},
@@ -74,7 +106,7 @@ func TestParsePeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Peer{{"n1", "127.0.0.1:1"}, {"n2", "127.0.0.1:2"}, {"n3", "h:3"}}
+	want := []Peer{{ID: "n1", Addr: "127.0.0.1:1"}, {ID: "n2", Addr: "127.0.0.1:2"}, {ID: "n3", Addr: "h:3"}}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("peers = %v", p)
 	}

@@ -15,6 +15,8 @@ import (
 type decoder struct {
 	file string // the top file; positions elsewhere name their file
 	errs []error
+	// Where no_auth_user and system_account were given, for checkAuth.
+	noAuthUserPos, systemAccountPos conf.Pos
 }
 
 func (d *decoder) fail(pos conf.Pos, sentinel error, format string, args ...any) {

@@ -43,20 +43,26 @@ var topFields = map[string]field[Options]{
 	"resolver":          resolverField,
 	"account_resolver":  resolverField,
 	"accounts_resolver": resolverField,
-	"system_account":    stringField(func(o *Options) *string { return &o.SystemAccount }),
-	"system":            stringField(func(o *Options) *string { return &o.SystemAccount }),
+	"system_account":    systemAccountField,
+	"system":            systemAccountField,
 	"resolver_preload":  resolverPreloadField,
 	"authorization":     authorizationField,
 	"cluster":           clusterField,
+	"accounts":          accountsField,
+	"no_auth_user":      noAuthUserField,
+	"logtime":           boolField(func(o *Options) *bool { return &o.LogTime }),
+	"logtime_utc":       boolField(func(o *Options) *bool { return &o.LogTimeUTC }),
+	"log_file":          stringField(func(o *Options) *string { return &o.LogFile }),
+	"logfile":           stringField(func(o *Options) *string { return &o.LogFile }),
 }
 
 // topUnsupported are nats-server top-level keys Contrail does not
 // implement. Naming them keeps users from hunting for a typo.
 var topUnsupported = setOf(
 	"gateway", "leafnodes", "leaf", "websocket", "ws", "mqtt",
-	"accounts", "no_auth_user", "mappings", "maps",
+	"mappings", "maps",
 	"https", "https_port", "http_base_path", "client_advertise",
-	"trace_verbose", "logtime", "logtime_utc", "logfile", "log_file",
+	"trace_verbose",
 	"logfile_size_limit", "log_size_limit", "logfile_max_num", "syslog",
 	"remote_syslog", "pidfile", "pid_file", "ports_file_dir", "prof_port",
 	"max_subscriptions", "max_subs", "max_sub_tokens",

@@ -84,6 +84,16 @@ type Options struct {
 
 	// Authorization is the open-mode authorization block, or nil.
 	Authorization *Authorization
+	// Accounts are the static accounts of the accounts block; users of
+	// Authorization belong to the global account ($G) beside them.
+	Accounts []*Account
+	// NoAuthUser is the user a client giving no credentials connects as.
+	NoAuthUser string
+
+	// LogTime stamps log lines with the time (default true); LogTimeUTC
+	// in UTC. LogFile, when set, receives the log instead of stderr.
+	LogTime, LogTimeUTC bool
+	LogFile             string
 
 	// Cluster is nil when the node runs alone.
 	Cluster *ClusterOptions
@@ -95,6 +105,9 @@ type TLSOptions struct {
 	CertFile, KeyFile, CAFile string
 	// Verify requires and checks client certificates.
 	Verify bool
+	// VerifyAndMap also requires a client certificate and makes its
+	// identity (an email or DNS SAN, or the subject DN) the user name.
+	VerifyAndMap bool
 	// Timeout bounds the TLS handshake.
 	Timeout time.Duration
 	// HandshakeFirst makes the server expect a TLS handshake before it
@@ -190,6 +203,7 @@ func Default() *Options {
 		PingInterval:   DefaultPingInterval,
 		PingMax:        DefaultPingMax,
 		WriteDeadline:  DefaultWriteDeadline,
+		LogTime:        true,
 	}
 }
 
@@ -221,6 +235,7 @@ func decode(m *conf.Map, file string) (*Options, error) {
 	d := &decoder{file: file}
 	o := Default()
 	decodeMap(d, o, "", m, topFields, topUnsupported)
+	d.checkAuth(o)
 	if len(d.errs) > 0 {
 		return nil, errors.Join(d.errs...)
 	}

@@ -15,7 +15,7 @@ func TestDefault(t *testing.T) {
 		Host: "0.0.0.0", Port: 4222,
 		MaxPayload: 1 << 20, MaxControlLine: 4096, MaxConnections: 65536,
 		MaxPending: 64 << 20, PingInterval: 2 * time.Minute, PingMax: 2,
-		WriteDeadline: 10 * time.Second,
+		WriteDeadline: 10 * time.Second, LogTime: true,
 	}
 	if !reflect.DeepEqual(o, want) {
 		t.Fatalf("Default() = %+v\nwant %+v", o, want)
@@ -208,14 +208,14 @@ func TestParseErrors(t *testing.T) {
 		{"cache resolver", "resolver {\n type: cache\n dir: x\n}", `line 1: resolver: type cache fetches accounts from other servers`},
 		{"resolver block bad type", "resolver {\n type: fancy\n dir: x\n}", `line 1: resolver: type "fancy": want full`},
 		{"resolver block bad key", "resolver {\n type: full\n dir: x\n ttl: 1\n}", `line 4: unknown key "resolver.ttl"`},
-		{"unsupported authorization token", "\n\nauthorization { token: x }", `line 3: "authorization.token" is not supported by Contrail`},
-		{"authorization user without nkey", "authorization { users: [ {permissions: {publish: x}} ] }", `line 1: authorization.users: a user needs an nkey`},
+		{"unsupported auth callout", "\n\nauthorization { auth_callout: {} }", `line 3: "authorization.auth_callout" is not supported by Contrail`},
+		{"authorization user without name", "authorization { users: [ {permissions: {publish: x}} ] }", `line 1: authorization.users: a user needs a user name or an nkey`},
 		{"authorization bad nkey", "authorization { users: [ {nkey: UNOTAKEY} ] }", `line 1: authorization.users: "UNOTAKEY" is not a user public nkey`},
 		{"unsupported leafnodes", "leafnodes { port: 7422 }", `line 1: "leafnodes" is not supported by Contrail`},
 		{"unsupported websocket", "websocket { port: 8080 }", `line 1: "websocket" is not supported by Contrail`},
 		{"unsupported gateway", "gateway { port: 7222 }", `line 1: "gateway" is not supported by Contrail`},
 		{"unsupported mqtt", "mqtt { port: 1883 }", `line 1: "mqtt" is not supported by Contrail`},
-		{"unsupported accounts", "accounts { A: {} }", `line 1: "accounts" is not supported by Contrail`},
+		{"unsupported account nkey", "accounts { A: { nkey: x } }", `line 1: "accounts.A.nkey" is not supported by Contrail`},
 		{"wrong value type via variable reports use line", "P: \"x\"\n\nport: $P", `line 3: port: expected integer, got string "x"`},
 	}
 	for _, tt := range tests {
@@ -331,14 +331,14 @@ func TestAuthorizationNkeyUsers(t *testing.T) {
 	o, err := Parse([]byte(`authorization {
   users = [
     { nkey: `+key+`, permissions: { publish: "orders.>", subscribe: { allow: ["a.*", "b"], deny: "a.secret" }, allow_responses: { max: 2, expires: "1m" } } }
-    { nkey: `+key+` }
+    { nkey: UD366XW3T3URO7QVRGPTB44IKNQOJU7UBRX7K3HT4O4XRC66EUWLPTXI }
   ]
 }`), "t.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := o.Authorization
-	if a == nil || len(a.Users) != 2 || a.Users[0].Nkey != key || a.Users[1].Permissions != nil {
+	if a == nil || len(a.Users) != 2 || a.Users[0].Nkey != key || a.Users[1].Permissions != nil || a.Users[1].ID() != "UD366XW3T3URO7QVRGPTB44IKNQOJU7UBRX7K3HT4O4XRC66EUWLPTXI" {
 		t.Fatalf("users: %+v", a)
 	}
 	p := a.Users[0].Permissions

@@ -33,7 +33,7 @@ func (o *Options) TLSConfig() (*tls.Config, error) {
 			return nil, err
 		}
 	}
-	if t.Verify {
+	if t.Verify || t.VerifyAndMap {
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil

@@ -41,6 +41,9 @@ type jsAccount struct {
 	mu      struct {
 		sync.Mutex
 		streams *streamIndex // the attached streams, and those being created; guarded by mu
+		// directMirrors are the attached mirrors with mirror_direct, by
+		// their origin's name (source.go); guarded by mu.
+		directMirrors map[string][]*stream
 	}
 	apiTotal, apiErrors atomic.Uint64
 	unsubs              []func() // the API subscriptions; set once at registration
@@ -242,6 +245,7 @@ func (a *jsAccount) attach(s *stream) error {
 	a.mu.Unlock()
 	s.mu.Lock()
 	s.mu.detached = false
+	s.mu.owner = a
 	s.armTimerLocked()
 	parked := s.mu.parked
 	s.mu.parked = nil
@@ -255,6 +259,7 @@ func (a *jsAccount) attach(s *stream) error {
 			return fmt.Errorf("jetstream: consumer %q: %w", c.name, err)
 		}
 	}
+	s.startSourcing(a)
 	return nil
 }
 

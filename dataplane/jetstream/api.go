@@ -274,6 +274,10 @@ func (a *jsAccount) refuseNotEnabled(req apiRequest, r apiRoute) {
 // (api stats: counted when answered, as nats-server counts them, so an
 // account info reply does not count itself).
 func (a *jsAccount) reply(to string, resp any) {
+	var hdr []byte
+	if wh, ok := resp.(withHeader); ok {
+		resp, hdr = wh.resp, wh.hdr
+	}
 	counted, failed := true, false
 	if e, ok := resp.(interface{ ToError() error }); ok {
 		failed = e.ToError() != nil
@@ -295,7 +299,7 @@ func (a *jsAccount) reply(to string, resp any) {
 		a.e.log.Error("jetstream api reply", "err", err)
 		return
 	}
-	a.acc.Publish(to, "", nil, b)
+	a.acc.Publish(to, "", hdr, b)
 }
 
 // statsAs is a reply the API stats count as nats-server counts it rather

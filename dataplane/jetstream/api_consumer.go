@@ -117,6 +117,16 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 	if s == nil {
 		return consumerErr(typ, api.NewStreamNotFoundError())
 	}
+	// A mirror's or source's consumer (direct) learns the stream's
+	// identity, and is refused when it expects another: the stream it
+	// read was deleted and made again (source.go).
+	var identity string
+	if cfg.Direct || cfg.Sourcing {
+		identity = api.StreamIdentity(s.created)
+		if want := headerValue(req.hdr, api.HeaderStreamIdentity); len(want) > 0 && string(want) != identity {
+			return consumerErr(typ, api.NewConsumerStreamIdentityMismatchError(identity))
+		}
+	}
 	scfg := s.config()
 	tierLim, aerr := a.consumerLimits(scfg.Replicas)
 	if aerr != nil {
@@ -205,7 +215,17 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 		return consumerErr(typ, api.NewConsumerCreateError(err))
 	}
 	a.consumerAdvisory("CREATED", c, map[string]any{"type": "io.nats.jetstream.advisory.v1.consumer_action", "action": "create"})
-	return &api.ConsumerInfoResponse{Response: api.Response{Type: typ}, ConsumerInfo: c.info()}
+	resp := &api.ConsumerInfoResponse{Response: api.Response{Type: typ}, ConsumerInfo: c.info()}
+	if identity != "" {
+		return withHeader{resp: resp, hdr: appendHeaderBlock(nil, "", api.HeaderStreamIdentity, identity)}
+	}
+	return resp
+}
+
+// withHeader is a reply sent with a header block.
+type withHeader struct {
+	resp any
+	hdr  []byte
 }
 
 // consumerAdvisory publishes $JS.EVENT.ADVISORY.CONSUMER.<kind>.<stream>.<consumer>
@@ -262,16 +282,19 @@ func (a *jsAccount) startConsumer(c *consumer) error {
 }
 
 func (c *consumer) stopSubs() {
-	for _, u := range c.unsubs {
-		u()
-	}
-	c.unsubs = nil
+	// A delete and the partition's release may stop one consumer at
+	// once: whichever takes the subscriptions first ends them.
 	c.mu.Lock()
+	unsubs := c.unsubs
+	c.unsubs = nil
 	if c.mu.unwatch != nil {
 		c.mu.unwatch()
 		c.mu.unwatch = nil
 	}
 	c.mu.Unlock()
+	for _, u := range unsubs {
+		u()
+	}
 }
 
 // watchLocked makes a client subscribing to the deliver subject wake the
@@ -367,6 +390,19 @@ func (a *jsAccount) consumerInfo(req apiRequest, rest string) any {
 	return &api.ConsumerInfoResponse{Response: api.Response{Type: typ}, ConsumerInfo: c.info()}
 }
 
+// endConsumers deletes the consumers of s, a stream just removed, as
+// nats-server does: delivery and heartbeats stop at once, waiting pull
+// requests hear 409 Consumer Deleted, and each consumer's delete is
+// advised. Their records went with the stream's.
+func (a *jsAccount) endConsumers(s *stream) {
+	s.mu.Lock()
+	cons := s.consumersLocked()
+	s.mu.Unlock()
+	for _, c := range cons {
+		a.deleteConsumer(c, "stream deleted")
+	}
+}
+
 func (a *jsAccount) consumerDelete(req apiRequest, rest string) any {
 	const typ = api.TypeConsumerDeleteResponse
 	if !api.IsEmptyRequest(req.body) {
@@ -457,7 +493,7 @@ func (a *jsAccount) consumerPause(req apiRequest, rest string) any {
 		return &api.ConsumerPauseResponse{Response: api.Response{Type: typ, Error: err}}
 	}
 	cfg := c.config().Clone()
-	now := time.Now()
+	now := c.now()
 	if preq.PauseUntil.After(now) {
 		t := preq.PauseUntil.UTC()
 		cfg.PauseUntil = &t

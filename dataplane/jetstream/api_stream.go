@@ -72,11 +72,25 @@ func (a *jsAccount) streamConfigFromRequest(req apiRequest, name string, create 
 	if _, err := compileTransforms(norm); err != nil {
 		return nil, err
 	}
-	if norm.Mirror != nil || len(norm.Sources) > 0 {
-		return nil, api.NewStreamInvalidConfigError(errors.New("mirrors and sources are not supported yet"))
+	if usesDurableSourcing(norm) {
+		return nil, api.NewStreamInvalidConfigError(errors.New("sourcing through a durable consumer is not supported"))
 	}
 	norm.StampRequiredLevel()
 	return norm, nil
+}
+
+// usesDurableSourcing reports a mirror or source naming a durable consumer
+// (API level 4, which needs the flow-control ack policy Contrail lacks).
+func usesDurableSourcing(c *api.StreamConfig) bool {
+	if c.Mirror != nil && c.Mirror.Consumer != nil {
+		return true
+	}
+	for _, s := range c.Sources {
+		if s.Consumer != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // streamTierLimits returns the limits of the tier a stream of replicas
@@ -237,6 +251,7 @@ func (a *jsAccount) streamDelete(req apiRequest, name string) any {
 	}
 	a.forget(s)
 	a.e.untrack(s)
+	a.endConsumers(s)
 	return &api.SuccessResponse{Response: api.Response{Type: typ}, Success: true}
 }
 

@@ -41,6 +41,10 @@ const (
 	// propColdRewrite replaces the object of segment cold (coldKey, the
 	// old one) by a rewritten one.
 	propColdRewrite
+	// propBatch stores an atomic batch (batch): every message or none.
+	propBatch
+	// propFastBatch is one message of a fast batch (fast, fastbatch.go).
+	propFastBatch
 )
 
 // proposal is one change to one stream, on its way through the apply path.
@@ -52,6 +56,12 @@ type proposal struct {
 	// propMsg
 	subject, reply string
 	hdr, data      []byte
+	// scheduled marks a message a stream's schedule produced, which skips
+	// the checks of a client's scheduling headers (schedule.go).
+	scheduled bool
+	// src, on a propMsg, is where a mirrored or sourced message came
+	// from (source.go).
+	src *sourcedMsg
 	// propDelete; propInterestCheck: where to start
 	seq   uint64
 	erase bool
@@ -72,6 +82,12 @@ type proposal struct {
 	// backlog (flow.go) until done; fixed at capture, since applying may
 	// rewrite the subject.
 	held int64
+	// propBatch: the committed batch. pre, on a propMsg, carries the
+	// header checks a batch already ran for it (batch_apply.go). fast,
+	// on a propFastBatch: what its reply subject says (fastbatch.go).
+	batch *atomicCommit
+	pre   *prechecked
+	fast  *fastMsg
 }
 
 // result is the outcome of a proposal.
@@ -80,6 +96,8 @@ type result struct {
 	dup    bool
 	purged uint64
 	err    error // *api.Error for refusals, anything else for I/O failure
+	// val is a counter stream's new total (counter.go), for the PubAck.
+	val string
 }
 
 // applier is the apply path of one store, and the node's one group-commit
@@ -88,8 +106,9 @@ type result struct {
 // stream's in submission order and under its stream's lock, into one
 // batch; a second goroutine (commitLoop) commits each batch with one fsync
 // and only then completes its proposals. While one group is being synced
-// the next one is applied, so publishes share fsyncs and the disk is kept
-// busy, and an acknowledgement never precedes durability.
+// the next one is applied, and grows with whatever arrives until the
+// commit step is free for it, so publishes share fsyncs and the disk is
+// kept busy, and an acknowledgement never precedes durability.
 //
 // Invariants: a proposal's done runs only after everything it wrote was
 // synced, or with an error; batches commit in the order they were applied;
@@ -122,8 +141,15 @@ type applier struct {
 		fail     error      // the first commit failure; guarded by mu
 		idle     *sync.Cond // on mu
 	}
-	work  chan struct{} // capacity 1: the queue became non-empty
-	jobs  chan *commitJob
+	work chan struct{} // capacity 1: the queue became non-empty
+	jobs chan *commitJob
+	// busy counts the groups handed to commitLoop and not yet finished
+	// (committed and completed); free (capacity 1) is signalled as each
+	// one finishes. Together they let the apply goroutine grow the next
+	// group while the commit step is busy (run). Unused by a partition's
+	// applier.
+	busy  atomic.Int32
+	free  chan struct{}
 	batch *store.Batch // the group being applied; run goroutine only
 	// rd is what apply steps read: the store, or once a step of this
 	// group has asked to read its writes (visible), the store through the
@@ -220,7 +246,7 @@ func (ap *applier) writeStates() {
 
 func newApplier(e *Engine, st *store.Store, syncInterval time.Duration, max int64) *applier {
 	ap := &applier{e: e, st: st, syncInterval: syncInterval, max: max,
-		work: make(chan struct{}, 1), jobs: make(chan *commitJob), done: make(chan struct{}),
+		work: make(chan struct{}, 1), jobs: make(chan *commitJob), free: make(chan struct{}, 1), done: make(chan struct{}),
 		slot: map[*stream]int{}, now: time.Now, after: time.After}
 	ap.mu.idle = sync.NewCond(&ap.mu.Mutex)
 	return ap
@@ -313,7 +339,11 @@ func (ap *applier) takeLocked() []*proposal {
 // size is what a proposal's bytes count for the bounds on groups and
 // backlogs: what it carries of a message.
 func (p *proposal) size() int {
-	return len(p.subject) + len(p.reply) + len(p.hdr) + len(p.data)
+	n := len(p.subject) + len(p.reply) + len(p.hdr) + len(p.data)
+	if p.batch != nil {
+		n += int(p.batch.bytes)
+	}
+	return n
 }
 
 // apply submits p and waits for its result.
@@ -345,12 +375,24 @@ func (ap *applier) run() {
 	}()
 	defer close(ap.done)
 	ap.batch, ap.rd = ap.st.NewBatch(), ap.st
+	var job *commitJob // applied, not handed to the commit step yet
+	size := 0          // the bytes job's proposals carry
 	for {
 		ap.mu.Lock()
 		group := ap.takeLocked()
 		closing := ap.mu.closing
 		ap.mu.Unlock()
-		if len(group) == 0 {
+		if len(group) > 0 {
+			if job == nil {
+				job = &commitJob{results: make([]result, 0, len(group))}
+			}
+			for _, p := range group {
+				job.group = append(job.group, p)
+				job.results = append(job.results, ap.applyOne(p))
+				size += p.size()
+			}
+		}
+		if job == nil {
 			if closing {
 				ap.batch.Close()
 				close(ap.jobs)
@@ -360,22 +402,53 @@ func (ap *applier) run() {
 			<-ap.work
 			continue
 		}
-		job := &commitJob{group: group, results: make([]result, 0, len(group))}
-		for _, p := range group {
-			job.results = append(job.results, ap.applyOne(p))
+		if !closing && ap.group == nil && len(job.group) < groupMaxMsgs && size < groupMaxBytes && ap.busy.Load() > 0 {
+			// The commit step is still syncing the previous group: what
+			// arrives meanwhile joins this one, which it would wait
+			// behind anyway, instead of the one after, which would wait
+			// for this one's fsync too.
+			select {
+			case <-ap.work:
+				continue
+			case <-ap.free:
+			}
 		}
-		ap.writeStates()
-		job.batch = ap.batch
-		job.garbage, ap.garbage = ap.garbage, false
-		job.committed = append([]streamSeq(nil), ap.committed...)
-		clear(ap.committed)
-		ap.committed = ap.committed[:0]
-		ap.batch, ap.rd = ap.st.NewBatch(), ap.st
-		ap.mu.Lock()
-		ap.mu.inflight++
-		ap.mu.Unlock()
-		ap.jobs <- job
+		ap.handOff(job)
+		job, size = nil, 0
 	}
+}
+
+// What one group holds at most, from however many takes were applied
+// while the previous group was syncing (a partition's applier hands each
+// take to raft at once and is not bounded here).
+const (
+	groupMaxMsgs  = 4096
+	groupMaxBytes = 8 << 20
+)
+
+// handOff ends the group being applied: its state summaries become its
+// last writes, and the commit step gets it.
+func (ap *applier) handOff(job *commitJob) {
+	ap.writeStates()
+	job.batch = ap.batch
+	job.garbage, ap.garbage = ap.garbage, false
+	job.committed = append([]streamSeq(nil), ap.committed...)
+	clear(ap.committed)
+	ap.committed = ap.committed[:0]
+	ap.batch, ap.rd = ap.st.NewBatch(), ap.st
+	ap.mu.Lock()
+	ap.mu.inflight++
+	ap.mu.Unlock()
+	if ap.group == nil {
+		// A token left by a group that finished while nothing waited for
+		// it would end the next wait early; it is stale now.
+		select {
+		case <-ap.free:
+		default:
+		}
+		ap.busy.Add(1)
+	}
+	ap.jobs <- job
 }
 
 func (ap *applier) applyOne(p *proposal) result {
@@ -390,9 +463,17 @@ func (ap *applier) applyOne(p *proposal) result {
 		return result{}
 	}
 	s := p.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.applyLocked(p, ap)
+	r := func() result {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.applyLocked(p, ap)
+	}()
+	if p.fast != nil {
+		// What a fast batch message's apply step answers goes out now,
+		// outside the stream's lock (fastbatch.go).
+		s.flushFast(p.acct)
+	}
+	return r
 }
 
 // commitLoop makes each applied group durable, in order: one commit with
@@ -421,6 +502,11 @@ func (ap *applier) commitLoop() {
 				return
 			}
 			ap.finish(job, ap.commitJob(job, &ls))
+			ap.busy.Add(-1)
+			select {
+			case ap.free <- struct{}{}:
+			default:
+			}
 		case <-due:
 			due = nil
 			if ls.dirty {

@@ -155,6 +155,9 @@ type clusterState struct {
 	}
 	// accts holds what waits for accounts not registered here.
 	accts accountWaits
+	// nudging is set while a nudge barrier runs; nudgeAgain asks for
+	// another once it ends (see nudgeMeta).
+	nudging, nudgeAgain atomic.Bool
 	// digests are this node's digests of its partitions' copies, for
 	// the digest check (cluster_check.go).
 	digests *digests

@@ -410,8 +410,8 @@ func randomWalk(t *testing.T, seed uint64, steps int) {
 			log = append(log, fmt.Sprintf("%d clock %v", step, clk.now().UTC()))
 			continue
 		}
-		a := walkAnswer(single.call(t, subj, hdr, body).body)
-		b := walkAnswer(clustered.call(t, subj, hdr, body).body)
+		a := walkAnswer(single.call(t, subj, hdr, body))
+		b := walkAnswer(clustered.call(t, subj, hdr, body))
 		if a != b {
 			t.Fatalf("seed %d step %d: %s %s %s: R1 answered %s, R3 %s\n%s", seed, step, subj, hdr, body, a, b, strings.Join(log, "\n"))
 		}
@@ -443,10 +443,11 @@ func randomWalk(t *testing.T, seed uint64, steps int) {
 // walkAnswer is an API answer without what differs by design between a
 // single node and a cluster: the reply's wall-clock time and the cluster
 // block.
-func walkAnswer(body []byte) string {
+func walkAnswer(r reply) string {
+	body := r.body
 	var m map[string]any
 	if json.Unmarshal(body, &m) != nil {
-		return string(body)
+		return fmt.Sprintf("%q %q", r.hdr, body) // a status, or not JSON
 	}
 	delete(m, "ts")
 	delete(m, "cluster")

@@ -127,6 +127,9 @@ func (f *partitionFSM) ApplyBatch(logs []*raft.Log) []any {
 			f.e.log.Error("jetstream partition entry unreadable; skipped", "group", f.g, "index", l.Index, "err", err)
 			return err
 		}
+		if t := f.e.tiering; t != nil {
+			t.replicated(l.Data)
+		}
 		return nil
 	})
 }

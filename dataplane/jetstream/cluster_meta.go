@@ -371,10 +371,42 @@ func (f *metaFSM) ApplyBatch(logs []*raft.Log) []any {
 		return nil
 	})
 	// After the commit: what the catalog says is on disk first.
+	answer := false
 	for _, ent := range applied {
 		f.c.applyMeta(ent)
+		answer = answer || ent.Subject != ""
+	}
+	if answer && f.c.r.Group(0).IsLeader() {
+		f.c.nudgeMeta()
 	}
 	return out
+}
+
+// nudgeMeta has the meta leader tell its followers the commit index now,
+// by appending a barrier (an entry no FSM sees) that carries it, instead
+// of at the group's next commit timeout. An entry with a request is
+// answered by the node serving its stream, often a follower, which can
+// run it only once it learns the entry is committed; the nudge lets the
+// commit timeout be long (the meta group's idle traffic) without the
+// answer waiting for it. Nudges fold into the one in flight.
+func (c *clusterState) nudgeMeta() {
+	c.nudgeAgain.Store(true)
+	if !c.nudging.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		for c.nudgeAgain.Swap(false) {
+			// Not leader any more, or stopping: the new leader's
+			// first append carries the commit index.
+			if err := c.r.Group(0).Barrier(replicateTimeout); err != nil {
+				break
+			}
+		}
+		c.nudging.Store(false)
+		if c.nudgeAgain.Load() {
+			c.nudgeMeta()
+		}
+	}()
 }
 
 // Apply implements raft.FSM.

@@ -79,6 +79,7 @@ func (e *Engine) dropStreamsOf(ap *applier) {
 		s.mu.Unlock()
 		for _, c := range cons {
 			c.retire()
+			c.leadershipLost()
 			c.stop()
 		}
 		e.untrack(s)

@@ -24,14 +24,10 @@ import (
 
 // coldSeg is one manifest entry in memory. Its identity (range, key,
 // size, index offset) never changes once committed, so readers use it
-// without the stream's lock; the live counts change under s.mu.
+// without the stream's lock; the live counts and the erased mark change
+// under s.mu, each change written to the manifest in the same batch.
 type coldSeg struct {
 	seg store.Segment
-	// erase is set (under s.mu) when a message of the segment was
-	// deleted with erase: the mover rewrites the segment without it.
-	// Kept in memory only; a restart forgets it, and the body stays in
-	// the object until the segment is rewritten or dropped.
-	erase bool
 }
 
 func (c *coldSeg) ref() tier.Ref {
@@ -139,10 +135,14 @@ func (s *stream) coldPurgedLocked(ap *applier) {
 }
 
 // markEraseLocked asks for seq's segment to be rewritten: its message
-// was deleted with erase (MSG.DELETE without no_erase).
-func (s *stream) markEraseLocked(seq uint64) {
-	if _, cs := s.segmentLocked(seq); cs != nil {
-		cs.erase = true
+// was deleted with erase (MSG.DELETE without no_erase). The mark goes
+// into the manifest entry in the delete's batch, so a restart (or a
+// replica taking over) still rewrites the segment; a segment the delete
+// emptied is gone with its object already.
+func (s *stream) markEraseLocked(seq uint64, ap *applier) {
+	if _, cs := s.segmentLocked(seq); cs != nil && !cs.seg.Erased {
+		cs.seg.Erased = true
+		ap.batch.PutSegment(s.id, &cs.seg)
 	}
 }
 
@@ -151,7 +151,7 @@ func (s *stream) markEraseLocked(seq uint64) {
 // deleted messages).
 func (s *stream) rewriteWantedLocked() *coldSeg {
 	for _, cs := range s.mu.cold.segs {
-		if cs.seg.Live > 0 && (cs.erase || cs.seg.Live*2 < cs.seg.Msgs) {
+		if cs.seg.Live > 0 && (cs.seg.Erased || cs.seg.Live*2 < cs.seg.Msgs) {
 			return cs
 		}
 	}
@@ -197,6 +197,11 @@ func (s *stream) rewriteColdLocked(sl *sealed, oldKey string, ap *applier) error
 		garbage(seg.Key)
 		return nil
 	}
+	// A message deleted while the rewrite ran may be in the new object:
+	// if the old segment had an erase to honour, the new one keeps the
+	// mark until a rewrite finds only live messages. Decided from
+	// committed state alone, so every replica decides alike.
+	seg.Erased = cs.seg.Erased && seg.Live < uint64(len(sl.msgs))
 	s.mu.cold.msgs += seg.Live - cs.seg.Live
 	s.mu.cold.bytes += seg.LiveBytes - cs.seg.LiveBytes
 	ap.batch.PutSegment(s.id, &seg)
@@ -263,6 +268,9 @@ func (s *stream) commitColdLocked(sl *sealed, ap *applier) error {
 	s.mu.cold.msgs += seg.Live
 	s.mu.cold.bytes += seg.LiveBytes
 	s.publishColdLocked()
+	if t := s.e.tiering; t != nil {
+		t.committed(s.id, seg.First, seg.Last, seg.Size)
+	}
 	return nil
 }
 
@@ -312,4 +320,46 @@ func (s *stream) hydrate(ctx context.Context, m *store.Message) error {
 	t.coldReads.Add(1)
 	m.Header, m.Data, m.Cold, m.HdrLen, m.DataLen = rec.Header, rec.Data, false, 0, 0
 	return nil
+}
+
+// hydrateRun hydrates msgs in order and returns how many it did: it
+// stops at the first that fails, with that error.
+func (s *stream) hydrateRun(ctx context.Context, msgs []store.Message) (int, error) {
+	for i := range msgs {
+		if err := s.hydrate(ctx, &msgs[i]); err != nil {
+			return i, err
+		}
+	}
+	return len(msgs), nil
+}
+
+// coldRun copies the cold messages at the head of ahead, up to max body
+// bytes (at least one): what one cold fetch brings in.
+func coldRun(ahead []store.Message, max int) []store.Message {
+	var run []store.Message
+	bytes := 0
+	for _, m := range ahead {
+		if !m.Cold || len(run) > 0 && bytes+m.HdrLen+m.DataLen > max {
+			break
+		}
+		run = append(run, m)
+		bytes += m.HdrLen + m.DataLen
+	}
+	return run
+}
+
+// fillColdRun puts hydrated messages back where their stubs still are in
+// ahead (in sequence order; the buffer may have moved on or been reset
+// while they were fetched).
+func fillColdRun(ahead, run []store.Message) []store.Message {
+	i := 0
+	for _, h := range run {
+		for i < len(ahead) && ahead[i].Seq < h.Seq {
+			i++
+		}
+		if i < len(ahead) && ahead[i].Seq == h.Seq && ahead[i].Cold {
+			ahead[i] = h
+		}
+	}
+	return ahead
 }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"github.com/contrail/contrail/dataplane/jetstream/api"
 	"github.com/contrail/contrail/dataplane/store"
 	"github.com/contrail/contrail/dataplane/tier"
+	"github.com/contrail/contrail/dataplane/tier/tiertest"
 )
 
 // faultStore wraps a real object store: down makes every call fail,
@@ -307,19 +310,16 @@ func checkColdImage(t *testing.T, img coldImage, size int) {
 	}
 }
 
-// TestColdTierReplicated: in a three-node cluster the partition leader
-// tiers an R3 stream through the partition's apply path, so every
-// replica holds the same manifest and stubs; after the leader stops, the
-// new one reads cold messages from the same objects, and its deleter
-// empties the bucket after a purge.
-func TestColdTierReplicated(t *testing.T) {
+// tieredR3 starts a three-node test cluster tiering to one directory
+// and creates the R3 file stream name on subject subj.
+func tieredR3(t *testing.T, segment, budget int64, name, subj string) (*tier.Dir, *fakeAccount, []*testNode, *assignment) {
+	t.Helper()
 	dir, err := tier.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	acc := newFakeAccount("A")
 	fss := []vfs.FS{vfs.NewMem(), vfs.NewMem(), vfs.NewMem()}
-	const size, segment, budget = 1000, 16 << 10, 48 << 10
 	nodes := startTestClusterOn(t, fss, 2, acc, func(o *Options, _ *raft.Config) {
 		if o != nil {
 			withTier(dir, segment, budget)(o)
@@ -327,16 +327,22 @@ func TestColdTierReplicated(t *testing.T) {
 	})
 	waitClusterReady(t, nodes)
 	var resp api.StreamCreateResponse
-	acc.apiCall(t, "$JS.API.STREAM.CREATE.R", api.StreamConfig{Name: "R", Subjects: []string{"r"}, Replicas: 3, Storage: api.FileStorage}, &resp)
+	acc.apiCall(t, "$JS.API.STREAM.CREATE."+name, api.StreamConfig{Name: name, Subjects: []string{subj}, Replicas: 3, Storage: api.FileStorage}, &resp)
 	if resp.Error != nil {
 		t.Fatal(resp.Error)
 	}
-	asg := waitAssigned(t, nodes, "A", "R")
-	const n = 200
+	return dir, acc, nodes, waitAssigned(t, nodes, "A", name)
+}
+
+// publishR3 publishes messages 1..n of coldPayload to subj, each sent
+// again under its message id until acknowledged (a publish may fall into
+// a leadership move).
+func publishR3(t *testing.T, acc *fakeAccount, subj string, n, size int) {
+	t.Helper()
 	for i := 1; i <= n; i++ {
 		hdr := []byte(fmt.Sprintf("NATS/1.0\r\nNats-Msg-Id: id-%d\r\n\r\n", i))
 		for try := 0; ; try++ {
-			b, ok := acc.tryRequest("r", hdr, coldPayload(i, size), 2*time.Second)
+			b, ok := acc.tryRequest(subj, hdr, coldPayload(i, size), 2*time.Second)
 			var ack api.PubAckResponse
 			if ok && len(b) > 0 && json.Unmarshal(b, &ack) == nil && ack.Error == nil {
 				break
@@ -346,6 +352,18 @@ func TestColdTierReplicated(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestColdTierReplicated: in a three-node cluster the partition leader
+// tiers an R3 stream through the partition's apply path, so every
+// replica holds the same manifest and stubs; after the leader stops, the
+// new one reads cold messages from the same objects, and its deleter
+// empties the bucket after a purge.
+func TestColdTierReplicated(t *testing.T) {
+	const size, segment, budget = 1000, 16 << 10, 48 << 10
+	dir, acc, nodes, asg := tieredR3(t, segment, budget, "R", "r")
+	const n = 200
+	publishR3(t, acc, "r", n, size)
 	lead := leaderOf(nodes, asg.group())
 	waitForCond(t, "the leader to tier", func() bool {
 		ts := lead.e.TierStatus()
@@ -375,4 +393,217 @@ func TestColdTierReplicated(t *testing.T) {
 		t.Fatal(pr.Error)
 	}
 	waitForCond(t, "the bucket to empty", func() bool { return len(listObjects(t, dir)) == 0 })
+}
+
+// TestColdTierErasedRestart: a cold message deleted with erase while the
+// object store is down marks its segment in the manifest, in the
+// delete's batch; after a restart with the store back, the segment is
+// rewritten without the message's body and the old object deleted.
+func TestColdTierErasedRestart(t *testing.T) {
+	dir, err := tier.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fault := &faultStore{ObjectStore: dir}
+	fs := vfs.NewMem()
+	const n, size = 300, 1000
+	const segment, budget = 32 << 10, 64 << 10
+	opts := func(o *Options) {
+		withTier(fault, segment, budget)(o)
+		o.Tier.ReadTimeout = 200 * time.Millisecond
+	}
+	e, acc, closeAll := openEngine(t, fs, opts)
+	createStream(t, acc, api.StreamConfig{Name: "E", Subjects: []string{"e"}, Storage: api.FileStorage})
+	for i := 1; i <= n; i++ {
+		if ack := publish(t, acc, "e", nil, coldPayload(i, size)); ack.Error != nil {
+			t.Fatal(ack.Error)
+		}
+	}
+	waitForCond(t, "local bytes within budget", func() bool {
+		ts := e.TierStatus()
+		return ts.LocalBytes <= budget && ts.Segments > 1
+	})
+	segOf := func(e *Engine, seq uint64) store.Segment {
+		s := e.account("A").lookup("E")
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		_, cs := s.segmentLocked(seq)
+		if cs == nil {
+			t.Fatalf("seq %d is not cold", seq)
+		}
+		return cs.seg
+	}
+	before := segOf(e, 2)
+	if before.Erased {
+		t.Fatal("segment marked erased before any delete")
+	}
+
+	fault.down.Store(true)
+	var del api.SuccessResponse
+	acc.apiCall(t, "$JS.API.STREAM.MSG.DELETE.E", api.MsgDeleteRequest{Seq: 2}, &del)
+	if del.Error != nil {
+		t.Fatal(del.Error)
+	}
+	if !segOf(e, 1).Erased || e.TierStatus().Rewrites != 0 {
+		t.Fatalf("after the erase with the store down: segment %+v, %d rewrites", segOf(e, 1), e.TierStatus().Rewrites)
+	}
+	closeAll()
+
+	fault.down.Store(false)
+	e, acc, closeAll = openEngine(t, fs, opts)
+	defer closeAll()
+	waitForCond(t, "the erased message's segment rewritten after the restart", func() bool {
+		ts := e.TierStatus()
+		return ts.Rewrites >= 1 && !segOf(e, 1).Erased && len(listObjects(t, dir)) == ts.Segments
+	})
+	after := segOf(e, 1)
+	if after.Erased || after.Key == before.Key || after.Live != before.Live-1 {
+		t.Fatalf("rewritten segment %+v, was %+v", after, before)
+	}
+	for _, k := range listObjects(t, dir) {
+		if k == before.Key {
+			t.Fatalf("the object holding the erased body (%s) is still there", k)
+		}
+	}
+	c := tier.NewCache(dir, tier.CacheOptions{})
+	ref := tier.Ref{Key: after.Key, Size: after.Size, IndexOff: after.IndexOff}
+	if _, err := c.Read(context.Background(), ref, 2); !errors.Is(err, tier.ErrNotFound) {
+		t.Fatalf("seq 2 in the rewritten object: %v", err)
+	}
+	for _, seq := range []uint64{1, 3} {
+		if r := getMsg(t, acc, "E", seq); r.Error != nil || !bytes.Equal(r.Message.Data, coldPayload(int(seq), size)) {
+			t.Fatalf("seq %d after the rewrite: %+v", seq, r.Error)
+		}
+	}
+	if r := getMsg(t, acc, "E", 2); r.Error == nil {
+		t.Fatal("erased message still readable")
+	}
+}
+
+// TestColdTierOrphanScan runs the orphan scan against versitygw: an
+// object of this node that no record names is removed once old enough;
+// an upload in flight (put, not committed yet), another node's object,
+// a key of another shape and every committed segment stay.
+func TestColdTierOrphanScan(t *testing.T) {
+	srv := tiertest.StartT(t, "bkt")
+	s3, err := tier.OpenS3(context.Background(), tier.S3Options{Bucket: "bkt", Prefix: "nodes", Endpoint: srv.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first upload is held once its object is in the store.
+	held, release := make(chan string, 1), make(chan struct{})
+	var once sync.Once
+	fault := &faultStore{ObjectStore: s3, after: func(op, key string) {
+		if op != "put" || !strings.HasSuffix(key, ".seg") {
+			return
+		}
+		once.Do(func() {
+			held <- key
+			<-release
+		})
+	}}
+	const age = time.Second
+	e, acc, closeAll := openEngine(t, vfs.NewMem(), func(o *Options) {
+		withTier(fault, 32<<10, 64<<10)(o)
+		o.Tier.Node = "n1"
+		o.Tier.OrphanInterval, o.Tier.OrphanAge, o.Tier.OrphanPage = 20*time.Millisecond, age, 2
+	})
+	defer closeAll()
+	releaseHeld := sync.OnceFunc(func() { close(release) })
+	defer releaseHeld() // before closeAll: a failing test must not leave the mover held
+	ctx := context.Background()
+	put := func(key string) {
+		t.Helper()
+		if err := s3.Put(ctx, key, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orphan := tier.SegmentKey("n1", 77, 1, 1, 10, "0123456789abcdef")
+	foreign := tier.SegmentKey("n2", 77, 1, 1, 10, "0123456789abcdef")
+	odd := "n1/notes.txt"
+	put(orphan)
+	put(foreign)
+	put(odd)
+
+	createStream(t, acc, api.StreamConfig{Name: "O", Subjects: []string{"o"}, Storage: api.FileStorage})
+	// Publishes go on while the upload is held (it holds the mover, not
+	// the apply path).
+	for i := 1; i <= 200; i++ {
+		if ack := publish(t, acc, "o", nil, coldPayload(i, 1000)); ack.Error != nil {
+			t.Fatal(ack.Error)
+		}
+	}
+	var inflight string
+	select {
+	case inflight = <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no upload started")
+	}
+	waitForCond(t, "the orphan removed", func() bool {
+		keys := listObjects(t, s3)
+		return !slices.Contains(keys, orphan)
+	})
+	keys := listObjects(t, s3)
+	for _, k := range []string{inflight, foreign, odd} {
+		if !slices.Contains(keys, k) {
+			t.Fatalf("%s removed by the orphan scan; left %v", k, keys)
+		}
+	}
+	if n := e.TierStatus().Orphans; n != 1 {
+		t.Fatalf("%d orphans deleted, want 1", n)
+	}
+	releaseHeld()
+	waitForCond(t, "the held upload committed", func() bool {
+		s := e.account("A").lookup("O")
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, cs := range s.mu.cold.segs {
+			if cs.seg.Key == inflight {
+				return true
+			}
+		}
+		return false
+	})
+	// Once every object is past the safety age, full passes of the scan
+	// still leave every committed segment.
+	committed := time.Now()
+	passes := e.tiering.orphanPasses.Load()
+	waitForCond(t, "two full scans with every object past the safety age", func() bool {
+		if time.Since(committed) < age {
+			passes = e.tiering.orphanPasses.Load()
+			return false
+		}
+		return e.tiering.orphanPasses.Load() >= passes+2
+	})
+	if n := e.TierStatus().Orphans; n != 1 || !slices.Contains(listObjects(t, s3), inflight) {
+		t.Fatalf("after more scans: %d orphans deleted, the committed segment there: %v", n, slices.Contains(listObjects(t, s3), inflight))
+	}
+}
+
+// TestColdTierFollowersShrink: every replica of an R3 stream compacts
+// the ranges a segment commit replaced by stubs, as the leader does, so
+// a follower's store shrinks with the leader's instead of keeping the
+// old bodies until Pebble happens to compact them.
+func TestColdTierFollowersShrink(t *testing.T) {
+	const size, segment, budget = 4000, 64 << 10, 256 << 10
+	_, acc, nodes, asg := tieredR3(t, segment, budget, "F", "f")
+	publishR3(t, acc, "f", 1000, size) // 4 MB: 16 budgets
+	lead := leaderOf(nodes, asg.group())
+	waitForCond(t, "the leader to tier", func() bool {
+		ts := lead.e.TierStatus()
+		return ts.LocalBytes <= budget && ts.UploadBacklog == 0
+	})
+	s := lead.e.account("A").lookup("F")
+	s.mu.Lock()
+	floor := s.coldFloorLocked()
+	s.mu.Unlock()
+	// Each store holds the raft log and memtables besides the messages,
+	// so it is well over three budgets and every node forces compactions
+	// of what it tiered, up to the last committed segment.
+	for _, nd := range nodes {
+		waitForCond(t, nd.name+" to compact the tiered ranges", func() bool {
+			return nd.e.tiering.compactedTo.Load() == floor-1
+		})
+		t.Logf("%s (leader %v): %d compactions, store %d bytes", nd.name, nd == lead, nd.e.tiering.compactions.Load(), nd.st.DiskUsage())
+	}
 }

@@ -41,6 +41,13 @@ type TierOptions struct {
 	// UploadTimeout bounds one upload (default 2 min).
 	Interval      time.Duration
 	UploadTimeout time.Duration
+	// The orphan scan (cold_orphans.go) lists OrphanPage objects (default
+	// 1000) every OrphanInterval (default 1 min) and removes those of
+	// this node that no record names and are older than OrphanAge
+	// (default 1 h, far past any upload in flight).
+	OrphanInterval time.Duration
+	OrphanAge      time.Duration
+	OrphanPage     int
 }
 
 func (o *TierOptions) ensureDefaults() {
@@ -62,6 +69,15 @@ func (o *TierOptions) ensureDefaults() {
 	}
 	if o.UploadTimeout <= 0 {
 		o.UploadTimeout = 2 * time.Minute
+	}
+	if o.OrphanInterval <= 0 {
+		o.OrphanInterval = time.Minute
+	}
+	if o.OrphanAge <= 0 {
+		o.OrphanAge = time.Hour
+	}
+	if o.OrphanPage <= 0 {
+		o.OrphanPage = 1000
 	}
 }
 
@@ -91,6 +107,8 @@ type tiering struct {
 	wake  chan struct{}
 	stop  chan struct{}
 	done  chan struct{}
+	// scanDone closes when the orphan scan's goroutine ends.
+	scanDone chan struct{}
 	// ctx bounds every object store call; close cancels it, so a node
 	// stopping does not wait for an upload.
 	ctx    context.Context
@@ -105,26 +123,40 @@ type tiering struct {
 		active   bool            // between the 90 % and 80 % marks; guarded by mu
 		over     bool            // local bytes over the budget; guarded by mu
 		local    uint64          // local message bytes at the last pass; guarded by mu
+		// tiered lists ranges commits replaced by stubs since the mover
+		// last looked, on every replica; guarded by mu.
+		tiered []pendingCompaction
+		// tieredTo is the last sequence noted tiered, by stream id;
+		// guarded by mu.
+		tieredTo map[uint64]uint64
 	}
 	gcDue atomic.Bool
 	// compacting holds tiered ranges not compacted yet; mover goroutine only.
-	compacting map[*stream]*pendingCompaction
+	compacting map[uint64]*pendingCompaction // by stream id
+	lastTiered time.Time                     // the last range noted; mover goroutine only
 
 	uploads, uploadBytes, uploadErrors atomic.Int64
 	rewrites                           atomic.Int64
 	deletes, deleteErrors              atomic.Int64
-	coldReads, coldReadErrors          atomic.Int64
+	orphans                            atomic.Int64
+	orphanPasses                       atomic.Int64 // full scans of the store done
+	// compactions counts forced compactions of tiered ranges; compactedTo
+	// is the last sequence of the latest one.
+	compactions               atomic.Int64
+	compactedTo               atomic.Uint64
+	coldReads, coldReadErrors atomic.Int64
 }
 
 func newTiering(e *Engine, o TierOptions) *tiering {
 	o.ensureDefaults()
 	t := &tiering{e: e, opts: o, st: o.Store,
 		cache: tier.NewCache(o.Store, tier.CacheOptions{MaxBytes: o.CacheBytes, Timeout: o.ReadTimeout, ReadRate: o.ReadRate}),
-		wake:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		wake:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), scanDone: make(chan struct{})}
 	t.house = newStream(e, e.file, 0, &api.StreamConfig{Name: "$TIER"}, time.Time{})
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.mu.inflight = map[string]bool{}
-	t.compacting = map[*stream]*pendingCompaction{}
+	t.compacting = map[uint64]*pendingCompaction{}
+	t.mu.tieredTo = map[uint64]uint64{}
 	t.gcDue.Store(true) // intents a crash left are cleaned up at start
 	return t
 }
@@ -153,6 +185,7 @@ func (t *tiering) run() {
 		case <-t.wake:
 		case <-tick.C:
 		}
+		t.noteTiered()
 		t.mu.Lock()
 		wait := time.Now().Before(t.mu.retryAt)
 		t.mu.Unlock()
@@ -193,6 +226,7 @@ func (t *tiering) close() {
 	t.cancel()
 	close(t.stop)
 	<-t.done
+	<-t.scanDone
 }
 
 // leads reports whether ap is an apply path of this node: the node's own
@@ -225,7 +259,10 @@ func (t *tiering) candidatesOf() (list []*stream, hot []uint64, accts []string, 
 			}
 			s.mu.Lock()
 			h := s.mu.state.Bytes - min(s.mu.state.Bytes, s.mu.cold.bytes)
-			ok := !s.mu.removed && !s.mu.detached && s.mu.cfg.Storage == api.FileStorage
+			// Counter totals and schedules are read on the apply path,
+			// which never waits on the object store, so they stay local.
+			cfg := s.mu.cfg
+			ok := !s.mu.removed && !s.mu.detached && cfg.Storage == api.FileStorage && !cfg.AllowMsgCounter && !cfg.AllowMsgSchedules
 			s.mu.Unlock()
 			if ok {
 				list, hot, accts = append(list, s), append(hot, h), append(accts, a.acc.Name())
@@ -346,7 +383,6 @@ func (t *tiering) seal(s *stream, underBudget bool) (int, error) {
 	t.uploadBytes.Add(seg.Size)
 	t.e.log.Info("tier: uploaded segment", "stream", name, "first", first, "last", lastSeq, "msgs", len(metas),
 		"bytes", seg.Size, "key", seg.Key)
-	t.compactLater(s, first, lastSeq, seg.Size)
 	return len(metas), nil
 }
 
@@ -395,7 +431,6 @@ func (t *tiering) rewrite(list []*stream) (bool, error) {
 		var old store.Segment
 		if cs != nil {
 			old = cs.seg
-			cs.erase = false // asked again only by a later erase
 		}
 		name := s.mu.cfg.Name
 		s.mu.Unlock()
@@ -447,46 +482,106 @@ func (t *tiering) rewrite(list []*stream) (bool, error) {
 // still take disk space: it comes back when the range is compacted, not
 // when the batch commits. Mover goroutine only.
 type pendingCompaction struct {
-	s           *stream
+	stream      uint64
 	first, last uint64
 	bytes       int64
+}
+
+// committed is told of each segment commit that replaced bodies by
+// stubs: by the apply path on the node that ran it, and by a partition's
+// state machine on every replica (which commits the leader's writes and
+// never runs the apply path). The range's old bodies take disk space
+// until it is compacted, so every replica's mover compacts it by the one
+// rule of compactLater. A range at or below one already noted (the same
+// commit told twice, a segment's counts changing, a rewrite) is not new.
+// It only queues: neither caller may wait for a compaction.
+func (t *tiering) committed(stream, first, last uint64, size int64) {
+	t.mu.Lock()
+	if last <= t.mu.tieredTo[stream] {
+		t.mu.Unlock()
+		return
+	}
+	t.mu.tieredTo[stream] = last
+	t.mu.tiered = append(t.mu.tiered, pendingCompaction{stream: stream, first: first, last: last, bytes: size})
+	t.mu.Unlock()
+	t.poke()
+}
+
+// replicated notes the segment commits among a partition entry's writes.
+func (t *tiering) replicated(repr []byte) {
+	if err := t.e.opts.Store.ReprSegments(repr, func(stream uint64, seg store.Segment) {
+		t.committed(stream, seg.First, seg.Last, seg.Size)
+	}); err != nil {
+		t.e.log.Warn("tier: reading a replicated entry's segments", "err", err)
+	}
+}
+
+// noteTiered hands the committed ranges to compactLater.
+func (t *tiering) noteTiered() {
+	t.mu.Lock()
+	list := t.mu.tiered
+	t.mu.tiered = nil
+	t.mu.Unlock()
+	for _, pc := range list {
+		t.lastTiered = t.e.opts.Now()
+		t.compactLater(pc.stream, pc.first, pc.last, pc.bytes)
+	}
 }
 
 // compactLater notes a tiered range and compacts once half a budget's
 // worth (at least two segments') has accumulated: the data directory stays
 // within a few budgets, and forced compactions, which cost the most CPU
 // of all tiering does, stay rare.
-func (t *tiering) compactLater(s *stream, first, last uint64, n int64) {
-	pc := t.compacting[s]
+func (t *tiering) compactLater(stream, first, last uint64, n int64) {
+	pc := t.compacting[stream]
 	if pc == nil {
-		pc = &pendingCompaction{s: s, first: first}
-		t.compacting[s] = pc
+		pc = &pendingCompaction{stream: stream, first: first}
+		t.compacting[stream] = pc
 	}
 	pc.last, pc.bytes = last, pc.bytes+n
 	if pc.bytes < max(t.opts.LocalBytes/2, 2*t.opts.SegmentBytes) {
 		return
 	}
-	// Pebble's own compactions free most of it as they go; force one
-	// (over everything tiered since the last) only while the store takes
-	// more than three budgets on disk.
-	if u := s.ap.st.DiskUsage(); t.opts.LocalBytes > 0 && u > 0 && u <= 3*uint64(t.opts.LocalBytes) {
-		return
-	}
-	t.compactNow(pc)
-}
-
-// compactAll compacts every noted range: the mover has nothing more to
-// move for now.
-func (t *tiering) compactAll() {
-	for _, pc := range t.compacting {
+	if t.compactWanted() {
 		t.compactNow(pc)
 	}
 }
 
+// compactWanted says whether forcing a compaction of the store is worth
+// its cost: Pebble's own compactions free most of what tiering replaced
+// as they go, so one is forced (over everything tiered since the last)
+// only while the store takes more than three budgets on disk, or when
+// there is no budget to measure against.
+func (t *tiering) compactWanted() bool {
+	u := t.e.opts.Store.DiskUsage()
+	return t.opts.LocalBytes <= 0 || u == 0 || u > 3*uint64(t.opts.LocalBytes)
+}
+
+// idleCompact is how long the mover must have tiered nothing before it
+// compacts every noted range regardless of disk usage.
+const idleCompact = 2 * time.Second
+
+// compactAll compacts noted ranges: the mover has nothing more to move
+// for now. Under a steady stream of publishes that is every time tiering
+// reaches its low mark, so until nothing was tiered for idleCompact the
+// rule of compactLater holds, or each segment would force a compaction;
+// after that everything noted is compacted, so reads of the stubs (a
+// consumer's scan, a replay) do not step over the bodies they replaced.
+func (t *tiering) compactAll() {
+	idle := t.e.opts.Now().Sub(t.lastTiered) >= idleCompact
+	for _, pc := range t.compacting {
+		if idle || t.compactWanted() {
+			t.compactNow(pc)
+		}
+	}
+}
+
 func (t *tiering) compactNow(pc *pendingCompaction) {
-	delete(t.compacting, pc.s)
-	if err := pc.s.ap.st.CompactMsgs(pc.s.id, pc.first, pc.last); err != nil {
-		t.e.log.Warn("tier: compaction after upload failed", "stream", pc.s.id, "err", err)
+	delete(t.compacting, pc.stream)
+	t.compactions.Add(1)
+	t.compactedTo.Store(pc.last)
+	if err := t.e.opts.Store.CompactMsgs(pc.stream, pc.first, pc.last); err != nil {
+		t.e.log.Warn("tier: compaction after upload failed", "stream", pc.stream, "err", err)
 	}
 }
 

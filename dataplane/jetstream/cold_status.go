@@ -11,22 +11,25 @@ type TierStatus struct {
 	OverBudget  bool   `json:"over_budget"`
 	// UploadBacklog is what tiering still has to move to get back to 80 %
 	// of the budget.
-	UploadBacklog  uint64             `json:"upload_backlog_bytes"`
-	ColdBytes      uint64             `json:"cold_bytes"`
-	ColdMsgs       uint64             `json:"cold_messages"`
-	Segments       int                `json:"segments"`
-	CacheBytes     int64              `json:"cache_bytes"`
-	CacheMax       int64              `json:"cache_max_bytes"`
-	CacheHits      int64              `json:"cache_hits"`
-	CacheMisses    int64              `json:"cache_misses"`
-	Gets           int64              `json:"gets"`
-	GetBytes       int64              `json:"get_bytes"`
-	Uploads        int64              `json:"uploads"`
-	UploadBytes    int64              `json:"upload_bytes"`
-	UploadErrors   int64              `json:"upload_errors"`
-	Rewrites       int64              `json:"rewrites"`
-	Deletes        int64              `json:"deletes"`
-	DeleteErrors   int64              `json:"delete_errors"`
+	UploadBacklog uint64 `json:"upload_backlog_bytes"`
+	ColdBytes     uint64 `json:"cold_bytes"`
+	ColdMsgs      uint64 `json:"cold_messages"`
+	Segments      int    `json:"segments"`
+	CacheBytes    int64  `json:"cache_bytes"`
+	CacheMax      int64  `json:"cache_max_bytes"`
+	CacheHits     int64  `json:"cache_hits"`
+	CacheMisses   int64  `json:"cache_misses"`
+	Gets          int64  `json:"gets"`
+	GetBytes      int64  `json:"get_bytes"`
+	Uploads       int64  `json:"uploads"`
+	UploadBytes   int64  `json:"upload_bytes"`
+	UploadErrors  int64  `json:"upload_errors"`
+	Rewrites      int64  `json:"rewrites"`
+	Deletes       int64  `json:"deletes"`
+	DeleteErrors  int64  `json:"delete_errors"`
+	// Orphans counts objects the orphan scan removed: objects of this
+	// node no record named.
+	Orphans        int64              `json:"orphans_deleted"`
 	ColdReads      int64              `json:"cold_reads"`
 	ColdReadErrors int64              `json:"cold_read_errors"`
 	LastError      string             `json:"last_error,omitempty"`
@@ -56,7 +59,7 @@ func (e *Engine) TierStatus() *TierStatus {
 		CacheBytes: t.cache.Used(), CacheMax: t.opts.CacheBytes,
 		CacheHits: t.cache.Hits.Load(), CacheMisses: t.cache.Misses.Load(), Gets: t.cache.Gets.Load(), GetBytes: t.cache.GetBytes.Load(),
 		Uploads: t.uploads.Load(), UploadBytes: t.uploadBytes.Load(), UploadErrors: t.uploadErrors.Load(), Rewrites: t.rewrites.Load(),
-		Deletes: t.deletes.Load(), DeleteErrors: t.deleteErrors.Load(),
+		Deletes: t.deletes.Load(), DeleteErrors: t.deleteErrors.Load(), Orphans: t.orphans.Load(),
 		ColdReads: t.coldReads.Load(), ColdReadErrors: t.coldReadErrors.Load()}
 	if ts.URL == "" {
 		ts.URL = t.st.String()

@@ -30,7 +30,7 @@ type consumer struct {
 	fcPrefix  string // "$JS.FC.<stream>.<consumer>."
 	kick      chan struct{}
 	quit      chan struct{}
-	unsubs    []func()
+	unsubs    []func() // set before the consumer is shared; taken under mu by stopSubs
 	stopped   chan struct{}
 
 	// Read by the stream's apply path without c.mu (lock order is s.mu
@@ -86,6 +86,9 @@ type consumer struct {
 		replayAt  time.Time
 		rateStart time.Time
 		rateBytes int
+		// pauseWatch is the pause deadline the consumer is waiting out,
+		// so its end is announced once (pauseEndedLocked).
+		pauseWatch time.Time
 		// unwatch stops the deliver subject's interest watch (push).
 		unwatch func()
 		// The pinned client of a pinned_client consumer, if any.
@@ -150,9 +153,13 @@ func newConsumer(s *stream, a *jsAccount, name string, cfg *api.ConsumerConfig, 
 	c.mu.cfg = cfg
 	c.setFiltersLocked(cfg)
 	c.mu.pending = map[uint64]*pendingMsg{}
-	c.mu.active = time.Now()
+	c.mu.active = c.now()
 	return c
 }
+
+// now is the engine's clock. Every delivery, redelivery and expiry time
+// the consumer keeps comes from it, so tests can drive them.
+func (c *consumer) now() time.Time { return c.s.e.opts.Now() }
 
 // wake makes the delivery loop look for work; it never blocks.
 func (c *consumer) wake() {
@@ -288,29 +295,39 @@ func (c *consumer) lastPerSubject() ([]uint64, error) {
 // countPendingLocked computes num_pending from the store: matching
 // messages at or after sseq, plus last-per-subject ones still owed.
 func (c *consumer) countPendingLocked() error {
-	n := uint64(len(c.mu.lps))
-	filters := c.mu.filters
+	n, err := c.s.countFrom(c.mu.filters, c.mu.sseq)
+	if err != nil {
+		return err
+	}
+	c.npend.Store(int64(n + uint64(len(c.mu.lps))))
+	return nil
+}
+
+// countFrom counts the stream's messages at or after from on subjects
+// matching filters (none: every subject), from the subject index: a
+// consumer's num_pending, a batched direct get's Nats-Num-Pending.
+// Filters must not overlap (consumer filters never do).
+func (s *stream) countFrom(filters []string, from uint64) (uint64, error) {
 	if len(filters) == 0 {
 		filters = []string{">"}
 	}
-	from := c.mu.sseq
+	var n uint64
 	for _, f := range filters {
-		err := c.s.ap.st.SubjectStates(c.s.id, f, func(ss store.SubjectState) error {
+		err := s.ap.st.SubjectStates(s.id, f, func(ss store.SubjectState) error {
 			switch {
 			case ss.Last < from:
 			case ss.First >= from:
 				n += ss.Msgs
 			default:
-				return c.s.ap.st.SubjectSeqs(c.s.id, ss.Subject, from, func(uint64) error { n++; return nil })
+				return s.ap.st.SubjectSeqs(s.id, ss.Subject, from, func(uint64) error { n++; return nil })
 			}
 			return nil
 		})
 		if err != nil {
-			return err
+			return 0, err
 		}
 	}
-	c.npend.Store(int64(n))
-	return nil
+	return n, nil
 }
 
 // numPending is num_pending, never negative.
@@ -321,7 +338,7 @@ func (c *consumer) info() *api.ConsumerInfo {
 	first := c.s.snapshotState().FirstSeq // before c.mu: lock order
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := time.Now()
+	now := c.now()
 	ci := &api.ConsumerInfo{
 		Stream:         c.stream,
 		Name:           c.name,
@@ -355,15 +372,11 @@ func (c *consumer) info() *api.ConsumerInfo {
 }
 
 // numWaitingLocked counts the pull requests whose requesters are still
-// there (nats-server drops the others before it reports).
+// there, dropping the others first, as nats-server does before it
+// reports.
 func (c *consumer) numWaitingLocked() int {
-	n := 0
-	for _, r := range c.mu.waiting {
-		if c.a.acc.HasInterest(r.reply) {
-			n++
-		}
-	}
-	return n
+	c.mu.waiting = slices.DeleteFunc(c.mu.waiting, func(r *pullRequest) bool { return !c.a.acc.HasInterest(r.reply) })
+	return len(c.mu.waiting)
 }
 
 // numRedeliveredLocked is num_redelivered as nats-server counts it:
@@ -518,6 +531,25 @@ func (c *consumer) msgRemoved(seq uint64) {
 		adv := map[string]any{"type": "io.nats.jetstream.advisory.v1.terminated",
 			"consumer_seq": p.cseq, "stream_seq": seq, "deliveries": p.dc, "reason": "Unacknowledged message was deleted"}
 		go a.consumerAdvisory("MSG_TERMINATED", c, adv)
+	}
+}
+
+// hdrLeadershipChange tells a waiting pull request that the consumer
+// moved to another node (its partition's leadership changed): the
+// client pulls again, and its request reaches the new leader.
+var hdrLeadershipChange = []byte("NATS/1.0 409 Leadership Change\r\n\r\n")
+
+// leadershipLost answers the waiting pull requests of a consumer whose
+// partition this node no longer leads, as nats-server's new consumer
+// leader answers the requests its predecessor held: they would
+// otherwise wait out their expiry on a node that no longer delivers.
+func (c *consumer) leadershipLost() {
+	c.mu.Lock()
+	waiting := c.mu.waiting
+	c.mu.waiting = nil
+	c.mu.Unlock()
+	for _, r := range waiting {
+		c.a.acc.Publish(r.reply, "", hdrLeadershipChange, nil)
 	}
 }
 

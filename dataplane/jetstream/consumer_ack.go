@@ -108,7 +108,7 @@ func (c *consumer) ack(sseq uint64) []uint64 {
 		return nil
 	}
 	c.dropFromRdqLocked(done)
-	c.mu.lastAck = time.Now()
+	c.mu.lastAck = c.now()
 	c.mu.active = c.mu.lastAck
 	c.mu.dirty = true
 	c.advanceAckFloorLocked()
@@ -165,9 +165,9 @@ func (c *consumer) nak(sseq uint64, arg []byte) {
 	if p == nil {
 		return
 	}
-	p.due = unixNanos(time.Now().Add(delay))
+	p.due = unixNanos(c.now().Add(delay))
 	c.noteDueLocked(p.due)
-	c.mu.active = time.Now()
+	c.mu.active = c.now()
 }
 
 // progress resets the ack wait of an in-progress message (+WPI).
@@ -175,8 +175,8 @@ func (c *consumer) progress(sseq uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p := c.mu.pending[sseq]; p != nil {
-		p.due = unixNanos(time.Now().Add(c.ackWaitLocked(p.dc)))
-		c.mu.active = time.Now()
+		p.due = unixNanos(c.now().Add(c.ackWaitLocked(p.dc)))
+		c.mu.active = c.now()
 	}
 }
 
@@ -225,7 +225,7 @@ func (c *consumer) pull(reply string, body []byte) {
 		c.a.acc.Publish(reply, "", []byte("NATS/1.0 409 "+reject+"\r\n\r\n"), nil)
 		return
 	}
-	now := time.Now()
+	now := c.now()
 	r := &pullRequest{reply: reply, batch: req.Batch, maxBytes: max(req.MaxBytes, 0), noWait: req.NoWait,
 		heartbeat: req.Heartbeat, lastHB: now, group: req.Group, minPending: req.MinPending,
 		minAckPending: req.MinAckPending, pinID: req.ID, priority: req.Priority}

@@ -87,7 +87,7 @@ func (c *consumer) run() {
 			}
 		}
 		if !next.IsZero() {
-			timer.Reset(max(time.Until(next), 0))
+			timer.Reset(max(next.Sub(c.now()), 0))
 		}
 		select {
 		case <-c.kick:
@@ -102,7 +102,7 @@ func (c *consumer) run() {
 func (c *consumer) deliver() time.Time {
 	var out []outMsg
 	c.mu.Lock()
-	now := time.Now()
+	now := c.now()
 	var next time.Time
 	consider := func(t time.Time) {
 		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
@@ -114,11 +114,18 @@ func (c *consumer) deliver() time.Time {
 	c.checkPendingLocked(now, consider)
 	cfg := c.mu.cfg
 	paused := cfg.PauseUntil != nil && cfg.PauseUntil.After(now)
+	resumed := c.pauseEndedLocked(now)
 	if paused {
 		consider(*cfg.PauseUntil)
 	} else {
 		at, more := c.deliverLocked(now, &out)
 		consider(at)
+		if c.mu.nextDue > 0 {
+			// What this pass delivered is due again after its ack wait
+			// (or backoff step): the loop must wake then, whether or not
+			// anything else happens meanwhile.
+			consider(time.Unix(0, c.mu.nextDue))
+		}
 		if more {
 			// The pass is full: send it, then come straight back.
 			c.wake()
@@ -142,6 +149,10 @@ func (c *consumer) deliver() time.Time {
 	c.mu.Unlock()
 
 	c.send(out)
+	if resumed != nil {
+		c.a.consumerAdvisory("PAUSE", c, map[string]any{"type": "io.nats.jetstream.advisory.v1.consumer_pause",
+			"paused": false, "pause_until": resumed.UTC()})
+	}
 	if persist {
 		c.persist()
 	}
@@ -149,6 +160,25 @@ func (c *consumer) deliver() time.Time {
 		go c.a.deleteConsumer(c, "inactive")
 	}
 	return next
+}
+
+// pauseEndedLocked watches the pause deadline: while paused it notes the
+// deadline, and once the deadline passes it returns it (once), for the
+// "not paused" advisory nats-server sends then. A pause lifted through
+// the API, or one whose deadline had passed before this consumer saw
+// it, is not announced here.
+func (c *consumer) pauseEndedLocked(now time.Time) *time.Time {
+	p := c.mu.cfg.PauseUntil
+	switch {
+	case p == nil:
+		c.mu.pauseWatch = time.Time{}
+	case p.After(now):
+		c.mu.pauseWatch = *p
+	case !c.mu.pauseWatch.IsZero() && c.mu.pauseWatch.Equal(*p):
+		c.mu.pauseWatch = time.Time{}
+		return p
+	}
+	return nil
 }
 
 // interestPoll is how often a push consumer with messages to deliver but
@@ -180,15 +210,10 @@ func (c *consumer) targetLocked() (string, *pullRequest) {
 		}
 		return cfg.DeliverSubject, nil
 	}
-	// A request whose requester went away (nobody subscribes to its
-	// reply any more) is dropped, not fed: as on nats-server.
-	for len(c.mu.waiting) > 0 && !c.a.acc.HasInterest(c.mu.waiting[0].reply) {
-		c.dropWaitingLocked(0)
-	}
 	if len(c.mu.waiting) == 0 {
 		return "", nil
 	}
-	r := c.pickRequestLocked(time.Now())
+	r := c.pickRequestLocked(c.now())
 	if r == nil {
 		return "", nil
 	}
@@ -227,6 +252,15 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) (at time.Time, mo
 		}
 		if atMax && !redelivery {
 			return time.Time{}, false
+		}
+		if req != nil && !c.a.acc.HasInterest(req.reply) {
+			// The requester went away (nobody subscribes to its reply
+			// any more): the request is dropped, not fed, as on
+			// nats-server; only now, with a message for it, so one
+			// whose client is reconnecting survives passes that owe it
+			// nothing.
+			c.dropRequestLocked(req)
+			continue
 		}
 		if m.Cold {
 			if h := c.mu.coldMsg; h.Seq == m.Seq && !h.Cold {
@@ -359,18 +393,30 @@ func (c *consumer) peekLocked(pass *passBudget) (m store.Message, redelivery, ok
 // (the object store is slow or down).
 const coldRetry = 500 * time.Millisecond
 
-// fetchColdLocked reads a cold message's body into c.mu.coldMsg, with
-// c.mu released while it waits: the apply path takes consumer locks
-// under its stream's lock, and must never wait on the object store.
+// fetchColdLocked reads a cold message's body, with c.mu released while
+// it waits: the apply path takes consumer locks under its stream's lock,
+// and must never wait on the object store. A message at the head of the
+// read-ahead buffer brings the cold run behind it (up to passBytes of
+// bodies) in the same round, so a replay takes the lock twice per run,
+// not per message; any other lands in c.mu.coldMsg.
 func (c *consumer) fetchColdLocked(m store.Message) bool {
+	var run []store.Message
+	if len(c.mu.ahead) > 0 && c.mu.ahead[0].Seq == m.Seq {
+		run = coldRun(c.mu.ahead, passBytes)
+	} else {
+		run = []store.Message{m}
+	}
 	c.mu.Unlock()
-	err := c.s.hydrate(context.Background(), &m)
+	n, err := c.s.hydrateRun(context.Background(), run)
 	c.mu.Lock()
-	if err != nil {
+	if n > 0 {
+		c.mu.ahead = fillColdRun(c.mu.ahead, run[:n])
+		c.mu.coldMsg = run[0]
+	}
+	if err != nil && n == 0 {
 		c.s.e.log.Warn("jetstream: cold read for delivery failed; retrying", "consumer", c.name, "seq", m.Seq, "err", err)
 		return false
 	}
-	c.mu.coldMsg = m
 	return true
 }
 
@@ -485,6 +531,12 @@ func (c *consumer) endNoWaitLocked(out *[]outMsg) {
 }
 
 // expireWaitingLocked answers pull requests whose time is up with 408.
+//
+// A request whose requester is gone (nobody subscribes to its reply) is
+// dropped only when something is owed to it: a message (targetLocked),
+// or a heartbeat. Passes made for other reasons leave it waiting, so a
+// request outlives its client's reconnect, as on nats-server: the client
+// subscribes to the same reply subject again on its new connection.
 func (c *consumer) expireWaitingLocked(now time.Time, out *[]outMsg, consider func(time.Time)) {
 	kept := c.mu.waiting[:0]
 	for _, r := range c.mu.waiting {
@@ -492,7 +544,7 @@ func (c *consumer) expireWaitingLocked(now time.Time, out *[]outMsg, consider fu
 			*out = append(*out, outMsg{to: r.reply, hdr: statusWithPending("408 Request Timeout", r.batch-r.n, max(r.maxBytes-r.b, 0))})
 			continue
 		}
-		if !c.a.acc.HasInterest(r.reply) {
+		if r.heartbeat > 0 && now.Sub(r.lastHB) >= r.heartbeat && !c.a.acc.HasInterest(r.reply) {
 			continue // the requester went away
 		}
 		consider(r.expires)

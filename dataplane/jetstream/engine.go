@@ -93,6 +93,9 @@ type Options struct {
 	Now func() time.Time
 	// Tier configures tiered storage of file streams; off without a store.
 	Tier TierOptions
+	// Batch bounds atomic batch publishes; zero fields take nats-server's
+	// defaults (batch.go).
+	Batch BatchLimits
 }
 
 // Engine is one node's JetStream.
@@ -105,6 +108,7 @@ type Engine struct {
 	// tiering is off.
 	tiering  *tiering
 	flow     *flowGate // bounds captured publishes in both appliers
+	batches  batchNode // the node's open atomic batches (batch.go)
 	apiSched *apiScheduler
 	// cl is the engine's part of a cluster; nil on a single node.
 	cl *clusterState
@@ -184,6 +188,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	if e.tiering != nil {
 		go e.tiering.run()
+		go e.tiering.scanLoop()
 	}
 	return e, nil
 }
@@ -316,6 +321,15 @@ func (e *Engine) recoverStream(ap *applier, rd *store.Recovery, info store.Strea
 	}
 	if err := s.loadCold(rd); err != nil {
 		return nil, "", err
+	}
+	if err := rd.SourceProgress(s.id, func(src string, seq uint64, ident string) error {
+		s.mu.progress[src] = sourceProgress{seq: seq, ident: ident}
+		return nil
+	}); err != nil {
+		return nil, "", err
+	}
+	if err := s.loadSchedules(ap.st); err != nil {
+		return nil, "", fmt.Errorf("jetstream: stream %q schedules: %w", info.Name, err)
 	}
 	return s, rec.Account, nil
 }

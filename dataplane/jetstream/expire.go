@@ -35,6 +35,7 @@ func (s *stream) armTimerLocked() {
 		consider(oldest + int64(cfg.MaxAge))
 	}
 	consider(s.mu.nextTTL)
+	consider(s.nextScheduleLocked())
 	if len(s.mu.dedup) > 0 && cfg.Duplicates > 0 {
 		if s.mu.dedupPruneAt == 0 {
 			s.mu.dedupPruneAt = s.e.opts.Now().Add(cfg.Duplicates).UnixNano()
@@ -58,7 +59,11 @@ func (s *stream) expire() {
 	s.mu.Lock()
 	s.mu.timerAt = 0
 	s.mu.Unlock()
-	s.ap.submit(&proposal{s: s, kind: propExpire, done: func(*proposal, result) {}})
+	s.ap.submit(&proposal{s: s, kind: propExpire, done: func(_ *proposal, r result) {
+		if r.err == nil {
+			s.republishScheduled()
+		}
+	}})
 }
 
 // expireLocked removes what has aged out.
@@ -74,6 +79,9 @@ func (s *stream) expireLocked(ap *applier) error {
 		if err := s.expireTTLLocked(now, ap); err != nil {
 			return err
 		}
+	}
+	if err := s.fireSchedulesLocked(now, ap); err != nil {
+		return err
 	}
 	if s.mu.dedupPruneAt != 0 && s.mu.dedupPruneAt <= now {
 		cutoff := now - int64(cfg.Duplicates)

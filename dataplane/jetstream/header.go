@@ -63,3 +63,29 @@ func addHeader(hdr []byte, key, value string) []byte {
 	out = append(out, value...)
 	return append(out, "\r\n\r\n"...)
 }
+
+// setHeader returns hdr (possibly empty) with key's value replaced by
+// value, or key: value added when hdr has no such key. hdr is not
+// modified.
+func setHeader(hdr []byte, key, value string) []byte {
+	if len(hdr) >= 4 {
+		i := bytes.Index(hdr, []byte("\r\n"))
+		for i >= 0 && i+2 < len(hdr) {
+			start := i + 2
+			end := bytes.Index(hdr[start:], []byte("\r\n"))
+			if end <= 0 {
+				break
+			}
+			line := hdr[start : start+end]
+			if len(line) > len(key) && line[len(key)] == ':' && string(line[:len(key)]) == key {
+				out := make([]byte, 0, len(hdr)+len(value))
+				out = append(out, hdr[:start+len(key)+1]...)
+				out = append(out, ' ')
+				out = append(out, value...)
+				return append(out, hdr[start+end:]...)
+			}
+			i = start + end
+		}
+	}
+	return addHeader(hdr, key, value)
+}

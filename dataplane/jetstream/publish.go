@@ -16,6 +16,12 @@ import (
 // wait on before it reads more; past the bound it refuses the publish.
 func (s *stream) capture(a *jsAccount) func(subject, reply, hdr, msg []byte) <-chan struct{} {
 	return func(subject, reply, hdr, msg []byte) <-chan struct{} {
+		if isFastBatchReply(reply) {
+			return s.captureFast(a, subject, reply, hdr, msg)
+		}
+		if id := headerValue(hdr, api.HeaderBatchID); len(id) > 0 {
+			return s.captureAtomic(a, string(id), subject, reply, hdr, msg)
+		}
 		size := len(subject) + len(reply) + len(hdr) + len(msg)
 		wait, ok := s.e.flow.admit(s, int64(size))
 		if !ok {
@@ -104,7 +110,10 @@ func ackPublish(p *proposal, r result) {
 		b, _ = json.Marshal(api.PubAckResponse{Error: api.Prefer(r.err, api.NewStreamStoreFailedError(r.err)),
 			PubAck: &api.PubAck{Stream: cfg.Name}})
 	} else {
-		b = appendPubAck(make([]byte, 0, 64+len(cfg.Name)), cfg.Name, r.seq, r.dup, s.e.opts.Domain)
+		b = appendPubAck(make([]byte, 0, 64+len(cfg.Name)+len(r.val)), cfg.Name, r.seq, r.dup, s.e.opts.Domain)
+		if r.val != "" {
+			b = appendCounterVal(b, r.val)
+		}
 	}
 	p.acct.acc.Publish(p.reply, "", nil, b)
 }

@@ -51,6 +51,19 @@ type stream struct {
 		cons map[string]*consumer
 		// dedupPruneAt is when old Nats-Msg-Id records are next dropped.
 		dedupPruneAt int64 // guarded by mu
+		// sched maps each schedule's subject to its message and next
+		// time (schedule.go); schedNext caches the earliest, recomputed
+		// when schedDirty. Guarded by mu.
+		sched      map[string]schedEntry
+		schedNext  int64
+		schedDirty bool
+		// schedOut holds stored copies waiting to be republished once
+		// durable; guarded by mu.
+		schedOut []schedCopy
+		// owner is the account the stream was last attached to: what
+		// the stream's own writes (schedule copies) are counted against
+		// and published in. Guarded by mu.
+		owner *jsAccount
 		// detached is true while the stream is not attached to an enabled
 		// account (recovered and not yet claimed, or held while its
 		// account is disabled): no expiry timer runs.
@@ -58,11 +71,20 @@ type stream struct {
 		// parked holds durable consumers waiting for the stream to attach:
 		// read at start-up, or kept while the account was disabled.
 		parked []*consumer
+		// progress is, per source index name, the last origin sequence
+		// the stream took (source.go); written by the apply step that
+		// stores the message, with it. Guarded by mu.
+		progress map[string]sourceProgress
+		// sourcers are the running mirror or source readers while the
+		// stream is attached; guarded by mu.
+		sourcers []*sourcer
 		// cold is the stream's tiered part (cold.go); guarded by mu but
 		// for its published segment list.
 		cold coldState
 	}
 	unsubs []func() // capture subscriptions; owned by the account
+	// batches holds the stream's open atomic batches (batch.go).
+	batches openBatches
 	// durable is the last sequence committed to the store: consumers
 	// deliver nothing beyond it.
 	durable atomic.Uint64
@@ -109,6 +131,7 @@ func newStream(e *Engine, ap *applier, id uint64, cfg *api.StreamConfig, created
 	s.mu.tr, _ = compileTransforms(cfg)
 	s.mu.dedup = map[string]dedupRec{}
 	s.mu.cons = map[string]*consumer{}
+	s.mu.progress = map[string]sourceProgress{}
 	return s
 }
 
@@ -182,6 +205,14 @@ func (s *stream) info(req *api.StreamInfoRequest) (*api.StreamInfo, *api.Error) 
 	}
 	si.State.Consumers = nc
 	si.Cluster = s.e.cl.clusterInfo(s.id)
+	if cfg.Mirror != nil || len(cfg.Sources) > 0 {
+		infos := s.sourceInfos()
+		if cfg.Mirror != nil && len(infos) > 0 {
+			si.Mirror = infos[0]
+		} else if cfg.Mirror == nil {
+			si.Sources = infos
+		}
+	}
 	if req != nil && req.DeletedDetails && si.State.NumDeleted > 0 {
 		del, err := s.deletedSeqs(st)
 		if err != nil {
@@ -279,8 +310,9 @@ func (s *stream) deletedSeqs(st store.StreamState) ([]uint64, error) {
 	return out, nil
 }
 
-// apiLevel is the JetStream API level Contrail reports (ADR-44).
-const apiLevel = 1
+// apiLevel is the JetStream API level Contrail reports (ADR-44): the
+// level of server.Version, whose features all work here.
+const apiLevel = 2
 
 // errStreamGone is returned for work on a stream deleted meanwhile.
 var errStreamGone = api.NewStreamNotFoundError()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -50,11 +51,19 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		}
 		return r
 	case propMsg:
-		r = s.storeMsgLocked(p, ap)
+		if p.src != nil {
+			r = s.storeSourcedLocked(p, ap)
+		} else {
+			r = s.storeMsgLocked(p, ap)
+		}
+	case propBatch:
+		r = s.storeBatchLocked(p, ap)
+	case propFastBatch:
+		r = s.fastApplyLocked(p, ap)
 	case propDelete:
 		r = s.deleteMsgLocked(p.seq, ap)
 		if p.erase && r.err == nil {
-			s.markEraseLocked(p.seq)
+			s.markEraseLocked(p.seq, ap)
 		}
 	case propPurge:
 		r = s.purgeLocked(p.purge, 0, ap)
@@ -90,6 +99,35 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 	return r
 }
 
+// storeSourcedLocked applies a mirrored or sourced message: dropped if
+// the source's progress (or, for a mirror, its last sequence) covers it;
+// else stored, and the progress moves to it in the same batch, also when
+// the stream refuses the message (a limit), as nats-server drops it.
+// Progress made from an origin of another identity (deleted and made
+// again) covers nothing of the new one.
+func (s *stream) storeSourcedLocked(p *proposal, ap *applier) result {
+	src := p.src
+	cur := s.mu.progress[src.key]
+	if (cur.ident == src.ident && src.oseq <= cur.seq) || (src.mirror && src.oseq <= s.mu.state.LastSeq) {
+		return result{dup: true}
+	}
+	r := s.storeMsgLocked(p, ap)
+	var aerr *api.Error
+	if r.err == nil || errors.As(r.err, &aerr) {
+		s.mu.progress[src.key] = sourceProgress{seq: src.oseq, ident: src.ident}
+		ap.batch.PutSourceProgress(s.id, src.key, src.oseq, src.ident)
+	}
+	return r
+}
+
+// dupLocked finds the message a publish with Nats-Msg-Id msgID at time
+// now duplicates: one stored with that id within the stream's duplicate
+// window.
+func (s *stream) dupLocked(msgID string, now int64) (dedupRec, bool) {
+	d, ok := s.mu.dedup[msgID]
+	return d, ok && now-d.ts < int64(s.mu.cfg.Duplicates)
+}
+
 // storeMsgLocked applies a publish: the Nats-* header checks, dedup, the
 // limits that refuse (discard new), the write, then the limits that evict.
 func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
@@ -109,10 +147,28 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 	var msgID string
 	var ttl int64
 	var rollup string
-	if len(p.hdr) > 0 {
+	var incr *big.Int
+	if p.pre != nil {
+		// A member of an atomic batch: its batch ran these checks, and
+		// the limit checks below, for all its messages at once.
+		msgID, ttl, rollup, incr = p.pre.msgID, p.pre.ttl, p.pre.rollup, p.pre.incr
+	} else if p.src != nil {
+		// A mirrored or sourced message: the origin ran the client's
+		// checks; only a source's Nats-Msg-Id is deduplicated here.
+		if v := headerValue(p.hdr, api.HeaderMsgID); len(v) > 0 && !p.src.mirror {
+			msgID = string(v)
+			if d, ok := s.dupLocked(msgID, now); ok {
+				return result{seq: d.seq, dup: true}
+			}
+		}
+	} else if len(p.hdr) > 0 {
 		// The checks run in nats-server's order, since a request that
 		// fails two of them must get the same answer from both; a header
 		// with an empty value counts as absent.
+		var err error
+		if incr, err = checkIncr(cfg, p.hdr, p.data); err != nil {
+			return result{err: err}
+		}
 		if v := headerValue(p.hdr, api.HeaderExpectedStream); len(v) > 0 && string(v) != cfg.Name {
 			return result{err: api.NewExpectedStreamMismatchError()}
 		}
@@ -145,9 +201,14 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 				return result{err: api.NewWrongLastSequenceError(s.mu.state.LastSeq)}
 			}
 		}
+		if !p.scheduled {
+			if p.hdr, err = s.checkScheduleLocked(p.subject, p.hdr, ap); err != nil {
+				return result{err: err}
+			}
+		}
 		if v := headerValue(p.hdr, api.HeaderMsgID); len(v) > 0 {
 			msgID = string(v)
-			if d, ok := s.mu.dedup[msgID]; ok && now-d.ts < int64(cfg.Duplicates) {
+			if d, ok := s.dupLocked(msgID, now); ok {
 				return result{seq: d.seq, dup: true}
 			}
 		}
@@ -167,18 +228,38 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 			return result{err: api.NewMessageTTLInvalidError()}
 		}
 	}
-	if ap.full() {
-		return result{err: api.NewInsufficientResourcesError()}
+	var val string
+	if cfg.AllowMsgCounter {
+		if incr == nil {
+			return result{err: api.NewCounterIncrementMissingError()}
+		}
+		var err error
+		if p.hdr, p.data, val, err = s.applyIncrLocked(p.subject, p.hdr, incr, ap); err != nil {
+			return result{err: err}
+		}
 	}
 	size := msgSize(p.subject, p.hdr, p.data)
-	if err := s.checkMsgRoomLocked(p.acct, size); err != nil {
-		return result{err: err}
-	}
-	if err := s.checkDiscardNewLocked(p.subject, size, ap); err != nil {
-		return result{err: err}
+	if p.pre == nil {
+		if ap.full() {
+			return result{err: api.NewInsufficientResourcesError()}
+		}
+		if err := s.checkMsgRoomLocked(p.acct, size); err != nil {
+			return result{err: err}
+		}
+		if err := s.checkDiscardNewLocked(p.subject, size, ap); err != nil {
+			return result{err: err}
+		}
 	}
 
 	seq := s.mu.state.LastSeq + 1
+	if p.src != nil && p.src.mirror {
+		// A mirror keeps the origin's sequences and times; what the
+		// origin no longer holds between two messages is a gap here too.
+		if p.src.oseq > seq && s.mu.state.Msgs > 0 {
+			s.mu.state.Deleted += p.src.oseq - seq
+		}
+		seq, now = p.src.oseq, p.src.ts
+	}
 	m := store.Message{Seq: seq, Subject: p.subject, Header: p.hdr, Data: p.data, Time: now, TTL: ttl}
 	ap.batch.PutMsg(s.id, &m)
 	st := &s.mu.state
@@ -212,6 +293,7 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 		s.mu.nextTTL = now + ttl
 	}
 	s.mu.dirty = true
+	s.scheduleStoredLocked(seq, p.subject, p.hdr, now)
 	switch rollup {
 	case "all":
 		if r := s.purgeLocked(api.StreamPurgeRequest{Sequence: seq}, 0, ap); r.err != nil {
@@ -221,6 +303,9 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 		if r := s.purgeLocked(api.StreamPurgeRequest{Subject: p.subject, Sequence: seq}, 0, ap); r.err != nil {
 			return r
 		}
+	}
+	if err := s.purgeSchedulerLocked(p.hdr, ap); err != nil {
+		return result{err: err}
 	}
 	if err := s.enforceLimitsLocked(p.subject, ap); err != nil {
 		return result{err: err}
@@ -239,7 +324,7 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 			return result{err: err}
 		}
 	}
-	return result{seq: seq}
+	return result{seq: seq, val: val}
 }
 
 // parseTTL reads a Nats-TTL value as nats-server does: "never" (any
@@ -381,6 +466,9 @@ func (s *stream) removeMsgLocked(m *store.Message, ap *applier) error {
 func (s *stream) removeLocked(seq uint64, subj string, size uint64, ap *applier) error {
 	m := &store.Message{Seq: seq, Subject: subj}
 	ap.batch.DeleteMsg(s.id, m.Seq, m.Subject)
+	if s.mu.sched != nil {
+		s.unscheduleLocked(subj, seq)
+	}
 	for _, c := range s.mu.cons {
 		if seq >= c.sseqA.Load() && c.matches(subj) {
 			c.npend.Add(-1)
@@ -535,6 +623,7 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 		st.LastSeq = req.Sequence - 1
 		st.FirstSeq, st.FirstTime = req.Sequence, 0
 		s.subjectsPurgedLocked()
+		s.schedulesPurgedLocked()
 		for _, c := range s.mu.cons {
 			c.purged(st.LastSeq+1, true)
 		}
@@ -553,6 +642,7 @@ func (s *stream) purgeLocked(req api.StreamPurgeRequest, _ int, ap *applier) res
 		s.bytesChangedLocked(ap, -int64(freed))
 		st.FirstSeq, st.FirstTime = st.LastSeq+1, 0
 		s.subjectsPurgedLocked()
+		s.schedulesPurgedLocked()
 		for _, c := range s.mu.cons {
 			c.purged(st.LastSeq+1, true)
 		}

@@ -58,6 +58,7 @@ func writeTierMetrics(w io.Writer, ts *jetstream.TierStatus) {
 		{"contrail_tier_rewrites_total", "counter", "Segments rewritten without their deleted messages.", float64(ts.Rewrites)},
 		{"contrail_tier_deletes_total", "counter", "Objects deleted (dropped segments, abandoned uploads).", float64(ts.Deletes)},
 		{"contrail_tier_delete_errors_total", "counter", "Failed object deletes (retried).", float64(ts.DeleteErrors)},
+		{"contrail_tier_orphans_deleted_total", "counter", "Objects of this node no record named, removed by the orphan scan.", float64(ts.Orphans)},
 		{"contrail_tier_cold_reads_total", "counter", "Message bodies read from segments.", float64(ts.ColdReads)},
 		{"contrail_tier_cold_read_errors_total", "counter", "Cold reads that failed (store unreachable, checks failed).", float64(ts.ColdReadErrors)},
 	} {

@@ -29,6 +29,9 @@ type Account struct {
 	watches []*interestWatch // guarded by watchMu
 
 	links accountLinks // imports in force and response routes (links.go)
+	// exportOnly lists, for each accounts-block export with an accounts
+	// list, the accounts it admits (staticaccounts.go); set in New.
+	exportOnly map[*jwt.Export]map[string]bool
 	// selfOnce starts the account's self-service requests (sysself.go).
 	selfOnce sync.Once
 

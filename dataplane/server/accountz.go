@@ -98,7 +98,7 @@ func (s *Server) AuthRequired() bool { return s.authRequired }
 // LoadedAccount returns the named account if the node has it, without
 // asking the resolver: monitoring reports what runs here.
 func (s *Server) LoadedAccount(name string) *Account {
-	if s.op == nil {
+	if s.accts.m == nil {
 		if name == s.global.name {
 			return s.global
 		}

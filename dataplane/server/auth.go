@@ -122,8 +122,8 @@ func (s *Server) SetOperatorMode(m OperatorMode) error {
 	if m.SystemAccount != "" && !nkeys.IsValidPublicAccountKey(m.SystemAccount) {
 		return fmt.Errorf("system account %q: not an account public key", m.SystemAccount)
 	}
-	if s.nkeyUsers != nil {
-		return errors.New("operator mode: an authorization block cannot be used with an operator")
+	if s.static != nil || s.accts.m != nil {
+		return errors.New("operator mode: authorization users and accounts cannot be used with an operator")
 	}
 	s.op = &m
 	s.authRequired = true
@@ -141,7 +141,20 @@ func (s *Server) SetOperatorMode(m OperatorMode) error {
 
 // SetAccountHooks registers what is told of account changes; call it
 // before Serve.
-func (s *Server) SetAccountHooks(h AccountHooks) { s.hooks = h }
+func (s *Server) SetAccountHooks(h AccountHooks) {
+	s.hooks = h
+	if s.isStatic() {
+		// Static accounts were installed in New: tell h of them now.
+		for _, a := range s.Accounts() {
+			h.AccountReady(a)
+		}
+	}
+}
+
+// HasAccounts reports whether accounts are installed by claims (operator
+// mode, or the accounts block) and so are told to AccountHooks, rather
+// than the single global account of open mode.
+func (s *Server) HasAccounts() bool { return s.accts.m != nil }
 
 // InOperatorMode reports whether clients must authenticate as account users.
 func (s *Server) InOperatorMode() bool { return s.op != nil }
@@ -152,7 +165,7 @@ func (s *Server) SystemAccount() *Account { return s.sys }
 // Accounts lists the accounts the node has loaded (the global account in
 // open mode).
 func (s *Server) Accounts() []*Account {
-	if s.op == nil {
+	if s.accts.m == nil {
 		return []*Account{s.global}
 	}
 	s.accts.mu.Lock()
@@ -167,7 +180,7 @@ func (s *Server) Accounts() []*Account {
 // LookupAccount returns the named account, loading its JWT through the
 // resolver the first time. In open mode only "$G" exists.
 func (s *Server) LookupAccount(ctx context.Context, name string) (*Account, error) {
-	if s.op == nil {
+	if s.accts.m == nil {
 		if name == s.global.name {
 			return s.global, nil
 		}
@@ -177,6 +190,10 @@ func (s *Server) LookupAccount(ctx context.Context, name string) (*Account, erro
 	if a := s.accts.m[name]; a != nil && a.claims.Load() != nil {
 		s.accts.mu.Unlock()
 		return a, nil
+	}
+	if s.op == nil { // static accounts: all there from the start
+		s.accts.mu.Unlock()
+		return nil, fmt.Errorf("account %q: %w", name, ErrUnknownAccount)
 	}
 	if call := s.accts.loading[name]; call != nil {
 		s.accts.mu.Unlock()
@@ -456,7 +473,7 @@ func newNonce() []byte {
 func (c *client) authenticate(opts *connectOpts) error {
 	s := c.srv
 	if s.op == nil {
-		return c.authenticateNkey(opts)
+		return c.authenticateStatic(opts)
 	}
 	if opts.JWT == "" {
 		return errNoCredentials

@@ -133,8 +133,8 @@ func (s *Server) newClient(conn net.Conn) *client {
 	c.mpend.Store(s.opts.MaxPending)
 	c.mu.subs = make(map[string]*subscription)
 	c.mu.account = s.global.name
-	if s.authRequired {
-		c.nonce = newNonce()
+	if s.authRequired && (s.static == nil || len(s.static.nkeys) > 0) {
+		c.nonce = newNonce() // signed by nkey and JWT users only
 	}
 	if ta, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
 		c.host, c.port = ta.IP.String(), ta.Port
@@ -192,7 +192,7 @@ func (s *Server) handle(conn net.Conn) {
 	c.schedulePing()
 	if s.authRequired {
 		c.mu.Lock()
-		c.mu.authTimer = time.AfterFunc(authTimeout, func() {
+		c.mu.authTimer = time.AfterFunc(s.authWait(), func() {
 			if !c.authed.Load() {
 				c.logger().Info("no CONNECT in time, closing")
 				c.sendErr(errTextAuthTimeout)
@@ -317,7 +317,7 @@ func (c *client) readLoop() {
 				break
 			}
 			if c.trace {
-				c.logger().Log(context.Background(), LevelTrace, "<<-", "op", string(bytes.TrimRight(buf[start:start+min(used, 256)], "\r\n")))
+				c.traceIn(buf[start : start+used])
 			}
 			if !c.process(&op) {
 				c.wakePending()
@@ -401,7 +401,7 @@ func (c *client) protocolError(err error) {
 func (c *client) process(op *protocol.Op) bool {
 	if c.srv.authRequired && op.Kind != protocol.KindConnect && !c.authed.Load() {
 		// Nothing but CONNECT is served before a client authenticates.
-		c.logger().Warn("operation before CONNECT in operator mode, closing")
+		c.logger().Warn("operation before CONNECT where authentication is required, closing")
 		c.sendErr(errTextAuthViolation)
 		c.close(reasonAuthViolation, true)
 		return false

@@ -108,7 +108,7 @@ func (s *Server) StartCluster(m *mux.Mux) error {
 			continue
 		}
 		cl.wg.Add(1)
-		go cl.dialLoop(p)
+		go cl.dialLoop(ln, p)
 	}
 	return nil
 }
@@ -168,7 +168,7 @@ func (cl *cluster) acceptLoop(ln net.Listener) {
 // dialLoop keeps a route to one configured peer. While a route to that
 // peer exists (dialed by either side) it waits; when it goes, it dials
 // again with backoff.
-func (cl *cluster) dialLoop(p config.Peer) {
+func (cl *cluster) dialLoop(ln *mux.Listener, p config.Peer) {
 	defer cl.wg.Done()
 	name := p.ID
 	backoff := routeBackoffMin
@@ -185,7 +185,12 @@ func (cl *cluster) dialLoop(p config.Peer) {
 				return
 			}
 		}
-		conn, err := mux.Dial(p.Addr, mux.KindRoute, 0, routeDialTimeout)
+		conn, err := ln.Dial(p.Addr, mux.KindRoute, 0, routeDialTimeout)
+		if errors.Is(err, mux.ErrHandshake) {
+			// A peer that is up but holds another secret never joins:
+			// say so where the operator looks (once per backoff step).
+			cl.srv.log.Warn("route refused: the peer does not hold this node's cluster secret", "peer", p.Addr, "err", err)
+		}
 		if err == nil {
 			var r *route
 			r, err = cl.handshake(conn, true, name)
@@ -413,7 +418,7 @@ func (cl *cluster) broadcastLocked(b []byte) {
 // with the route and installed when the account loads (accountLoaded),
 // and a message for it has nobody to reach here.
 func (s *Server) routedAccount(name string) *Account {
-	if s.op == nil {
+	if s.accts.m == nil {
 		if name == s.global.name {
 			return s.global
 		}

@@ -39,8 +39,10 @@ const routeQuantum = 64 << 10
 
 // acctQueue is one account's part of a route's queue.
 type acctQueue struct {
-	name    string
-	chunks  outChunks
+	name   string
+	chunks outChunks
+	// pending is the bytes queued in chunks.
+	pending int64
 	inReady bool
 	// stall is closed when the queue drains below its stall threshold;
 	// the account's publishers wait on it briefly.
@@ -48,51 +50,6 @@ type acctQueue struct {
 	// dropping is set while the account's messages are being dropped,
 	// from the first drop until the queue is below its stall threshold.
 	dropping bool
-}
-
-// outChunks is a queue of pooled chunks, filled at the back.
-type outChunks struct {
-	full    [][]byte
-	cur     []byte
-	pending int64
-}
-
-// room makes cur able to take n more bytes. A message never spans two
-// chunks, so whole chunks can be taken without splitting one.
-func (c *outChunks) room(n int) {
-	if cap(c.cur)-len(c.cur) >= n {
-		return
-	}
-	if len(c.cur) > 0 {
-		c.full = append(c.full, c.cur)
-	}
-	if n <= chunkSize {
-		c.cur = (*chunkPool.Get().(*[]byte))[:0]
-	} else {
-		c.cur = make([]byte, 0, n)
-	}
-}
-
-// take moves chunks to dst, oldest first, until at least max bytes are
-// taken or none is left (max < 0: all), and reports the bytes taken.
-func (c *outChunks) take(dst net.Buffers, max int) (net.Buffers, int) {
-	n := 0
-	for len(c.full) > 0 && (max < 0 || n < max) {
-		dst = append(dst, c.full[0])
-		n += len(c.full[0])
-		c.full[0] = nil
-		c.full = c.full[1:]
-	}
-	if len(c.full) == 0 {
-		c.full = nil
-		if len(c.cur) > 0 && (max < 0 || n < max) {
-			dst = append(dst, c.cur)
-			n += len(c.cur)
-			c.cur = nil
-		}
-	}
-	c.pending -= int64(n)
-	return dst, n
 }
 
 func newRouteOut() *routeOut {
@@ -120,9 +77,7 @@ func acctShare(max int64) int64 { return max / 4 }
 
 // appendCtlLocked queues a protocol operation.
 func (o *routeOut) appendCtlLocked(b []byte) {
-	o.mu.ctl.room(len(b))
-	o.mu.ctl.cur = append(o.mu.ctl.cur, b...)
-	o.mu.ctl.pending += int64(len(b))
+	o.mu.ctl.add(b)
 	o.mu.pending += int64(len(b))
 }
 
@@ -145,9 +100,9 @@ func (o *routeOut) acctLocked(account string, n int) *acctQueue {
 // addedLocked records n bytes appended to q and returns the channel its
 // publisher may wait on if q is past its stall threshold (nil if not).
 func (o *routeOut) addedLocked(q *acctQueue, n int, max int64) chan struct{} {
-	q.chunks.pending += int64(n)
+	q.pending += int64(n)
 	o.mu.pending += int64(n)
-	if q.chunks.pending <= acctStall(max) {
+	if q.pending <= acctStall(max) {
 		return nil
 	}
 	if q.stall == nil {
@@ -166,8 +121,9 @@ func (o *routeOut) takeTurnLocked(dst net.Buffers) net.Buffers {
 	o.mu.ready = nil
 	for _, q := range turn {
 		dst, n = q.chunks.take(dst, routeQuantum)
+		q.pending -= int64(n)
 		o.mu.pending -= int64(n)
-		if q.chunks.pending > 0 {
+		if q.pending > 0 {
 			o.mu.ready = append(o.mu.ready, q)
 		} else {
 			q.inReady = false
@@ -181,7 +137,7 @@ func (o *routeOut) takeTurnLocked(dst net.Buffers) net.Buffers {
 // accounts.
 func (o *routeOut) unstallLocked(max int64) {
 	for name, q := range o.mu.accts {
-		if q.chunks.pending <= acctStall(max) || o.mu.stop {
+		if q.pending <= acctStall(max) || o.mu.stop {
 			if q.stall != nil {
 				close(q.stall)
 				q.stall = nil
@@ -201,6 +157,7 @@ func (o *routeOut) dropLocked() {
 	for _, q := range o.mu.accts {
 		bufs, _ = q.chunks.take(bufs[:0], -1)
 		release(bufs)
+		q.pending = 0
 		q.inReady = false
 	}
 	o.mu.ready = nil

@@ -83,7 +83,7 @@ func (r *route) sendMsg(acct string, to, subj, reply []byte, queues [][]byte, hd
 	for _, q := range queues {
 		need += len(q) + 1
 	}
-	if q := o.mu.accts[acct]; q != nil && q.chunks.pending+int64(need) > acctShare(max) {
+	if q := o.mu.accts[acct]; q != nil && q.pending+int64(need) > acctShare(max) {
 		first := !q.dropping
 		q.dropping = true
 		o.mu.Unlock()

@@ -32,7 +32,7 @@ func startMesh(t *testing.T, n int) []*Server {
 			o.ServerName = peers[i].ID
 			o.Cluster = &config.ClusterOptions{Name: "test", Host: "127.0.0.1", Peers: peers}
 		})
-		m := mux.New(lns[i], s.log)
+		m := mux.New(lns[i], s.log, testSecret)
 		t.Cleanup(func() { m.Close() })
 		if err := s.StartCluster(m); err != nil {
 			t.Fatal(err)
@@ -147,6 +147,9 @@ func TestClusterOneRoutePerPair(t *testing.T) {
 }
 
 // A peer of another cluster name is refused.
+// testSecret is the cluster secret of the tests' meshes.
+var testSecret = []byte("test-cluster-secret")
+
 func TestClusterNameMismatch(t *testing.T) {
 	s := startMesh(t, 2)
 	other := startServer(t, func(o *config.Options) {
@@ -157,7 +160,7 @@ func TestClusterNameMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := mux.New(ln, other.log)
+	m := mux.New(ln, other.log, testSecret)
 	defer m.Close()
 	if err := other.StartCluster(m); err != nil {
 		t.Fatal(err)
@@ -165,7 +168,7 @@ func TestClusterNameMismatch(t *testing.T) {
 	s[0].cluster.mu.Lock()
 	addr := s[0].cluster.mu.addr
 	s[0].cluster.mu.Unlock()
-	c, err := mux.Dial(addr, mux.KindRoute, 0, time.Second)
+	c, err := m.Dial(addr, mux.KindRoute, 0, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func (s *Server) infoFor(c *client) []byte {
 	if s.tls != nil {
 		info.TLSRequired = !s.opts.AllowNonTLS
 		info.TLSAvailable = s.opts.AllowNonTLS
-		info.TLSVerify = s.opts.TLS.Verify
+		info.TLSVerify = s.opts.TLS.Verify || s.opts.TLS.VerifyAndMap
 	}
 	b, _ := json.Marshal(&info) // a plain struct cannot fail to marshal
 	line := make([]byte, 0, len(b)+8)

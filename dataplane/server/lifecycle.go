@@ -37,7 +37,7 @@ func (c *client) flushLoop() {
 			continue // the other writer wakes us when it is done
 		}
 		o.mu.Lock()
-		done := o.mu.stop && !o.mu.writing && len(o.mu.full) == 0 && len(o.mu.cur) == 0
+		done := o.mu.stop && !o.mu.writing && o.mu.q.empty()
 		o.mu.Unlock()
 		if done {
 			return
@@ -76,7 +76,7 @@ func (c *client) writeOut(conn net.Conn, sc *writeScratch) (busy bool, err error
 	o.mu.pending -= n
 	o.mu.writing = false
 	o.unstallLocked(c.mpend.Load())
-	again := len(o.mu.full) > 0 || len(o.mu.cur) > 0 || o.mu.stop
+	again := !o.mu.q.empty() || o.mu.stop
 	o.mu.Unlock()
 	if err != nil {
 		reason := reasonWriteError

@@ -82,7 +82,7 @@ type plan struct {
 // linkClaims brings the links of a and of every account importing from a
 // in line with the claims now installed. installClaims calls it.
 func (s *Server) linkClaims(a *Account) {
-	if s.op == nil {
+	if s.accts.m == nil {
 		return
 	}
 	reg := &s.accts.links
@@ -183,7 +183,7 @@ func (s *Server) relinkLocked(a *Account, now time.Time) {
 // expired, or it was deleted): its imports are removed, and so are the
 // imports of others from it.
 func (s *Server) unlinkAccount(a *Account) {
-	if s.op == nil {
+	if s.accts.m == nil {
 		return
 	}
 	reg := &s.accts.links
@@ -253,6 +253,9 @@ func (s *Server) planImport(a *Account, imp *jwt.Import, now time.Time) (p *plan
 		if g, err = authorizeImport(ec, a.name, imp, p.from, jwt.Stream, now); err != nil {
 			return nil, "", err
 		}
+		if err = exp.admitsStatic(g.export, a.name); err != nil {
+			return nil, "", err
+		}
 		if _, err := newStreamMap(p.from, p.to); err != nil {
 			return nil, "", err
 		}
@@ -269,6 +272,9 @@ func (s *Server) planImport(a *Account, imp *jwt.Import, now time.Time) (p *plan
 			return nil, "", fmt.Errorf("service %q: %w", p.to, subject.ErrInvalidSubject)
 		}
 		if g, err = authorizeImport(ec, a.name, imp, p.to, jwt.Service, now); err != nil {
+			return nil, "", err
+		}
+		if err = exp.admitsStatic(g.export, a.name); err != nil {
 			return nil, "", err
 		}
 		if _, _, err := newServiceMap(p.from, p.to); err != nil {

@@ -15,16 +15,15 @@ var chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, chunkSize); ret
 // goroutine may append; one writer at a time (the flusher, or the read loop
 // in place) takes and writes, which the writing flag arbitrates.
 //
-// Invariant: pending == total length of full and cur.
+// Invariant: pending == the bytes in q plus those taken and not yet written.
 type outbound struct {
 	mu struct {
 		sync.Mutex
-		full    [][]byte // filled chunks, oldest first; guarded by mu
-		cur     []byte   // chunk being filled; guarded by mu
-		pending int64    // guarded by mu
-		queued  bool     // a producer has promised to signal the flusher; guarded by mu
-		stop    bool     // no more appends; guarded by mu
-		writing bool     // a goroutine is writing taken chunks; guarded by mu
+		q       outChunks // guarded by mu
+		pending int64     // bytes queued or being written; guarded by mu
+		queued  bool      // a producer has promised to signal the flusher; guarded by mu
+		stop    bool      // no more appends; guarded by mu
+		writing bool      // a goroutine is writing taken chunks; guarded by mu
 		// stall is closed when a backlog past the stall threshold drains;
 		// producers wait on it briefly so a fast publisher slows to its
 		// subscriber's pace instead of overrunning it. Guarded by mu.
@@ -45,39 +44,73 @@ func (o *outbound) wake() {
 	}
 }
 
-// roomLocked makes cur able to take n more bytes.
-func (o *outbound) roomLocked(n int) {
-	if cap(o.mu.cur)-len(o.mu.cur) >= n {
-		return
-	}
-	if len(o.mu.cur) > 0 {
-		o.mu.full = append(o.mu.full, o.mu.cur)
-	}
-	if n <= chunkSize {
-		o.mu.cur = (*chunkPool.Get().(*[]byte))[:0]
-	} else {
-		o.mu.cur = make([]byte, 0, n)
-	}
-}
-
 // appendLocked queues b.
 func (o *outbound) appendLocked(b []byte) {
-	o.roomLocked(len(b))
-	o.mu.cur = append(o.mu.cur, b...)
+	o.mu.q.add(b)
 	o.mu.pending += int64(len(b))
 }
 
 // takeLocked hands every queued chunk to the flusher.
 func (o *outbound) takeLocked(dst net.Buffers) net.Buffers {
-	dst = append(dst, o.mu.full...)
-	clear(o.mu.full)
-	o.mu.full = o.mu.full[:0]
-	if len(o.mu.cur) > 0 {
-		dst = append(dst, o.mu.cur)
-		o.mu.cur = nil
-	}
+	dst, _ = o.mu.q.take(dst, -1)
 	o.mu.queued = false
 	return dst
+}
+
+// outChunks is a queue of pooled chunks, filled at the back: a client's
+// outbound queue, and each account's share of a route's.
+type outChunks struct {
+	full [][]byte // filled chunks, oldest first
+	cur  []byte   // the chunk being filled
+}
+
+// room makes cur able to take n more bytes. A message never spans two
+// chunks, so whole chunks can be taken without splitting one.
+func (c *outChunks) room(n int) {
+	if cap(c.cur)-len(c.cur) >= n {
+		return
+	}
+	if len(c.cur) > 0 {
+		c.full = append(c.full, c.cur)
+	}
+	if n <= chunkSize {
+		c.cur = (*chunkPool.Get().(*[]byte))[:0]
+	} else {
+		c.cur = make([]byte, 0, n)
+	}
+}
+
+// add queues b.
+func (c *outChunks) add(b []byte) {
+	c.room(len(b))
+	c.cur = append(c.cur, b...)
+}
+
+// empty reports whether nothing is queued.
+func (c *outChunks) empty() bool { return len(c.full) == 0 && len(c.cur) == 0 }
+
+// take moves chunks to dst, oldest first, until at least max bytes are
+// taken or none is left (max < 0: all), and reports the bytes taken.
+// Drained, full keeps its backing array for the next chunks.
+func (c *outChunks) take(dst net.Buffers, max int) (net.Buffers, int) {
+	n, i := 0, 0
+	for ; i < len(c.full) && (max < 0 || n < max); i++ {
+		dst = append(dst, c.full[i])
+		n += len(c.full[i])
+	}
+	if i < len(c.full) {
+		clear(c.full[:i])
+		c.full = c.full[i:]
+		return dst, n
+	}
+	clear(c.full)
+	c.full = c.full[:0]
+	if len(c.cur) > 0 && (max < 0 || n < max) {
+		dst = append(dst, c.cur)
+		n += len(c.cur)
+		c.cur = nil
+	}
+	return dst, n
 }
 
 // stallLocked returns the channel a producer may wait on when the backlog

@@ -169,12 +169,13 @@ func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 	}
 	// Room for the control line's numbers and separators, then the body:
 	// appending in place cannot reallocate the chunk.
-	o.roomLocked(len(subj) + len(sub.sid) + len(reply) + 40 + len(msg))
-	before := len(o.mu.cur)
-	o.mu.cur = protocol.AppendMsgLine(o.mu.cur, subj, sub.sid, reply, hdrLen, len(msg))
-	o.mu.cur = append(o.mu.cur, msg...)
-	o.mu.cur = append(o.mu.cur, '\r', '\n')
-	o.mu.pending += int64(len(o.mu.cur) - before)
+	q := &o.mu.q
+	q.room(len(subj) + len(sub.sid) + len(reply) + 40 + len(msg))
+	before := len(q.cur)
+	q.cur = protocol.AppendMsgLine(q.cur, subj, sub.sid, reply, hdrLen, len(msg))
+	q.cur = append(q.cur, msg...)
+	q.cur = append(q.cur, '\r', '\n')
+	o.mu.pending += int64(len(q.cur) - before)
 	slow := o.mu.pending > mpend
 	wake := !o.mu.queued
 	o.mu.queued = true
@@ -186,6 +187,9 @@ func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 		s.stall = stall
 	}
 
+	if dst.trace {
+		dst.traceMsg(subj, sub.sid, reply, hdrLen, len(msg))
+	}
 	dst.outMsgs.Add(1)
 	dst.outBytes.Add(uint64(len(msg)))
 	s.srv.stats.outMsgs.Add(1)
@@ -202,6 +206,9 @@ func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 // queue appends raw protocol bytes to the client's own outbound queue.
 // Callers arrange for the flusher to be woken.
 func (c *client) queue(b []byte) {
+	if c.trace {
+		c.traceOut(b)
+	}
 	o := c.out
 	o.mu.Lock()
 	if !o.mu.stop {

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 
 	"github.com/contrail/contrail/dataplane/config"
@@ -23,8 +22,10 @@ import (
 
 // Version is the nats-server version announced in INFO. Clients switch
 // behaviour on it, so it names the release whose client-visible features
-// Contrail implements.
-const Version = "2.10.0"
+// Contrail implements: 2.12 brought counters, atomic batch publish and
+// message schedules (API level 2). 2.14's fast batches are here too, but
+// not its flow-control ack policy, so 2.14 (level 4) is not announced.
+const Version = "2.12.0"
 
 // ErrServerClosed is returned by Start after Shutdown.
 var ErrServerClosed = errors.New("server closed")
@@ -42,7 +43,8 @@ type Server struct {
 	// authRequired: clients must authenticate (operator mode, or nkey
 	// users in open mode); set before Serve and read-only after.
 	authRequired bool
-	nkeyUsers    map[string]jwt.Permissions
+	// static is the users of the config file (staticauth.go), or nil.
+	static *staticAuth
 
 	// Operator mode; all set before Serve and read-only after.
 	op    *OperatorMode
@@ -115,7 +117,7 @@ func New(opts *config.Options, log *slog.Logger) (*Server, error) {
 	if opts.Cluster != nil {
 		s.cluster = newCluster(s, opts.Cluster)
 	}
-	if err := s.loadNkeyUsers(opts.Authorization); err != nil {
+	if err := s.loadStaticAuth(opts); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -244,3 +244,20 @@ func (m *memBatch) commit(bool) error {
 	}
 	return nil
 }
+
+// eachSet implements reprSetter.
+func (m *memEngine) eachSet(r []byte, fn func(k, v []byte) error) error {
+	for len(r) > 0 {
+		op, k, v, rest, ok := nextOpChecked(r)
+		if !ok {
+			return fmt.Errorf("store: batch repr: %w", ErrCorrupt)
+		}
+		if op == opSet {
+			if err := fn(k, v); err != nil {
+				return err
+			}
+		}
+		r = rest
+	}
+	return nil
+}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/batchrepr"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -219,10 +220,22 @@ func (e *pebbleEngine) newCursor() (cursor, error) {
 }
 
 // pebbleCursor answers gets and scans, forward and reverse, by seeking one
-// unbounded iterator, so the blocks it has loaded serve the next read.
+// iterator, so the blocks it has loaded serve the next read. Each read
+// first bounds the iterator to its own range: unbounded, a seek into an
+// empty range walks every deleted key after it (the raft log's truncated
+// entries, a deleted stream's records) to the next live one, and a
+// recovery seeking the empty ranges of thousands of streams spent
+// minutes there.
 type pebbleCursor struct {
 	e  *pebbleEngine
 	it *pebble.Iterator
+}
+
+// bound limits the iterator to [lower, upper) (upper nil: no end). The
+// bounds are fresh copies: pebble keeps the slices it is given, and
+// compares them with the next ones, so they are never written again.
+func (c *pebbleCursor) bound(lower, upper []byte) {
+	c.it.SetBounds(bytes.Clone(lower), bytes.Clone(upper))
 }
 
 func (c *pebbleCursor) get(key []byte, fn func(v []byte) error) error {
@@ -230,6 +243,11 @@ func (c *pebbleCursor) get(key []byte, fn func(v []byte) error) error {
 }
 
 func (c *pebbleCursor) getUnguarded(key []byte, fn func(v []byte) error) error {
+	// The bounds [key, key+"\x00") in one fresh allocation (see bound).
+	b := make([]byte, 2*len(key)+1)
+	copy(b, key)
+	copy(b[len(key):], key)
+	c.it.SetBounds(b[:len(key):len(key)], b[len(key):])
 	if !c.it.SeekGE(key) || !bytes.Equal(c.it.Key(), key) {
 		if err := c.it.Error(); err != nil {
 			return fmt.Errorf("store: pebble get %s: %w", describeKey(key), err)
@@ -248,6 +266,7 @@ func (c *pebbleCursor) scan(lower, upper []byte, reverse bool, fn func(k, v []by
 }
 
 func (c *pebbleCursor) scanUnguarded(lower, upper []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	c.bound(lower, upper)
 	var ok bool
 	switch {
 	case !reverse:
@@ -257,10 +276,7 @@ func (c *pebbleCursor) scanUnguarded(lower, upper []byte, reverse bool, fn func(
 	default:
 		ok = c.it.SeekLT(upper)
 	}
-	inRange := func(k []byte) bool {
-		return bytes.Compare(k, lower) >= 0 && (upper == nil || bytes.Compare(k, upper) < 0)
-	}
-	for ; ok && inRange(c.it.Key()); ok = step(c.it, reverse) {
+	for ; ok; ok = step(c.it, reverse) { // the bounds keep every key in range
 		v, err := c.it.ValueAndErr()
 		if err != nil {
 			return fmt.Errorf("store: pebble value %s: %w", describeKey(c.it.Key()), err)
@@ -465,4 +481,23 @@ func (p *pebbleBatch) commit(sync bool) error {
 		return err
 	}
 	return nil
+}
+
+// eachSet implements reprSetter: the repr is read in place, not copied.
+func (e *pebbleEngine) eachSet(r []byte, fn func(k, v []byte) error) error {
+	rd := batchrepr.Read(r)
+	for {
+		kind, k, v, ok, err := rd.Next()
+		if err != nil {
+			return fmt.Errorf("store: batch repr: %w: %w", ErrCorrupt, err)
+		}
+		if !ok {
+			return nil
+		}
+		if kind == pebble.InternalKeyKindSet {
+			if err := fn(k, v); err != nil {
+				return err
+			}
+		}
+	}
 }

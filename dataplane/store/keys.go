@@ -25,6 +25,7 @@ import (
 //	0x20 stream(8) 0x06  consumer(esc) 0x01               consumer config JSON
 //	0x20 stream(8) 0x06  consumer(esc) 0x02               consumer state bytes
 //	0x20 stream(8) 0x07  first(8)                         tier segment manifest entry (tier.go)
+//	0x20 stream(8) 0x08  source(esc)                      mirror/source progress: last origin seq (source.go)
 //	0x21 stream(8)       object key(esc)                  tier pending object (tier.go)
 //	0x30 group(2) 0x01   idx(8)                           raft log entry (raft_codec.go)
 //	0x30 group(2) 0x02   name (raw, to the end)           raft stable value (term, vote)
@@ -91,6 +92,7 @@ const (
 	kindDedupID   byte = 0x04
 	kindDedupTime byte = 0x05
 	kindConsumer  byte = 0x06
+	kindSource    byte = 0x08
 )
 
 // Consumer record kinds, after the escaped consumer name.
@@ -147,6 +149,10 @@ func dedupTimeKey(b []byte, stream uint64, t int64, id string) []byte {
 
 func consumerPrefix(b []byte, stream uint64, name string) []byte {
 	return appendEscaped(dataPrefix(b, stream, kindConsumer), name)
+}
+
+func sourceKey(b []byte, stream uint64, source string) []byte {
+	return appendEscaped(dataPrefix(b, stream, kindSource), source)
 }
 
 func consumerKey(b []byte, stream uint64, name string, kind byte) []byte {

@@ -261,7 +261,21 @@ func (l *RaftLog) StageCommitIndex(index uint64) error {
 }
 
 // GetCommitIndex returns the commit index last written with entries,
-// never above LastIndex; 0 when none was written.
+// never above LastIndex, and never at or beyond a configuration entry
+// the applied state does not hold yet; 0 when none was written.
+//
+// Why the second bound: at start, raft (v1.8) applies the entries up to
+// this index through the FSM and then looks for the membership only in
+// the entries after it; it takes the membership of the entries it
+// applied from the snapshot, which here is the applied state. The FSM
+// commits without fsync, so after a kill the applied state can lag the
+// commit index stored with the entries. A configuration entry in
+// between, such as the bootstrap's entry 1 on a node killed seconds
+// after the cluster formed, was then seen by neither path: the node came
+// back with no members, followed the leader, and never counted itself
+// current. Stopping just before that entry lets raft's scan find it; the
+// entries from it on are applied when the leader next says they are
+// committed.
 func (l *RaftLog) GetCommitIndex() (uint64, error) {
 	idx, err := l.s.getUvarint(raftKey(nil, l.group, raftKindCommit))
 	if errors.Is(err, errKeyNotFound) {
@@ -270,11 +284,43 @@ func (l *RaftLog) GetCommitIndex() (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store: raft group %d commit index: %w", l.group, err)
 	}
+	first, err := l.FirstIndex()
+	if err != nil {
+		return 0, err
+	}
 	last, err := l.LastIndex()
 	if err != nil {
 		return 0, err
 	}
-	return min(idx, last), nil
+	idx = min(idx, last)
+	from, err := l.unappliedFrom()
+	if err != nil {
+		return 0, err
+	}
+	var e raft.Log
+	for i := max(from, first); i <= idx; i++ {
+		if err := l.GetLog(i, &e); err != nil {
+			return 0, err
+		}
+		if e.Type == raft.LogConfiguration {
+			return i - 1, nil
+		}
+	}
+	return idx, nil
+}
+
+// unappliedFrom is the first index the group's applied state does not
+// cover (1 when nothing was applied).
+func (l *RaftLog) unappliedFrom() (uint64, error) {
+	if err := l.s.life.acquire(); err != nil {
+		return 0, err
+	}
+	defer l.s.life.release()
+	a, _, err := readApplied(l.s.eng, l.group)
+	if err != nil {
+		return 0, fmt.Errorf("store: raft group %d applied state: %w", l.group, err)
+	}
+	return a.index + 1, nil
 }
 
 // Set stores a stable value (raft's current term and vote), fsynced.

@@ -267,6 +267,40 @@ func TestRaftNodeRestart(t *testing.T) {
 	}
 }
 
+// TestRaftNodeRestartKeepsMembership: a node whose FSM lost what it
+// applied (its batches are not synced) while the log kept the commit
+// index past the bootstrap configuration comes back with its membership,
+// so it leads its one-node group again. Before the commit index stopped
+// short of unapplied configurations, raft replayed the entries up to it,
+// looked for the membership only after them, and started with none.
+func TestRaftNodeRestartKeepsMembership(t *testing.T) {
+	s := NewMem()
+	defer s.Close()
+	_, trans := raft.NewInmemTransport("n1")
+	l := mustRaftLog(t, s, 0)
+	must(t, raft.BootstrapCluster(raftConfig("n1"), l, l, s.SnapshotStore(0), trans, raft.Configuration{Servers: []raft.Server{
+		{Suffrage: raft.Voter, ID: "n1", Address: trans.LocalAddr()},
+	}}))
+	// Entries 2 and 3 committed, as their StoreLogs recorded; no applied
+	// state, as after a kill that lost the FSM's batches.
+	must(t, l.StageCommitIndex(3))
+	must(t, l.StoreLogs([]*raft.Log{
+		{Index: 2, Term: 1, Type: raft.LogCommand, Data: []byte("k001=v1")},
+		{Index: 3, Term: 1, Type: raft.LogCommand, Data: []byte("k002=v2")},
+	}))
+	if i, _, err := s.Applied(0); err != nil || i != 0 {
+		t.Fatalf("applied %d, %v before the start", i, err)
+	}
+	n := startRaftNode(t, s, 0, "n1", trans, false)
+	defer n.stop(t)
+	if conf := n.r.GetConfiguration(); conf.Error() != nil || len(conf.Configuration().Servers) != 1 {
+		t.Fatalf("configuration after restart: %+v, %v", conf.Configuration(), conf.Error())
+	}
+	n.waitLeader(t)
+	n.fsm.waitApplied(t, 3)
+	wantKV(t, s, 0, 1, 2)
+}
+
 // TestRaftNodeInstallsSnapshot adds a member with an empty store to a group
 // whose leader has compacted its log: the leader streams its state (Open),
 // the new member installs it (Create, Close) and catches up from the log.

@@ -46,7 +46,15 @@ type Segment struct {
 	LiveBytes uint64
 	MinTime   int64
 	MaxTime   int64
+	// Erased says a message of the range was deleted with erase while
+	// its body is still in the object: the segment is to be rewritten
+	// without it. Kept in the manifest, so a restart still rewrites it.
+	Erased bool
 }
+
+// segmentErased is the flag bit of Segment.Erased; a record without the
+// flags field (written before it existed, or with no flag set) has none.
+const segmentErased = 1
 
 // PendingObject is an object the manifest does not reference: an upload
 // in progress (Garbage false) or an object to delete.
@@ -97,7 +105,11 @@ func (b *Batch) PutSegment(stream uint64, s *Segment) {
 		v = binary.AppendUvarint(v, x)
 	}
 	v = binary.AppendVarint(v, s.MinTime)
-	b.val = binary.AppendVarint(v, s.MaxTime)
+	v = binary.AppendVarint(v, s.MaxTime)
+	if s.Erased {
+		v = binary.AppendUvarint(v, segmentErased)
+	}
+	b.val = v
 	b.setVal(b.key)
 }
 
@@ -150,26 +162,8 @@ func segments(r reader, stream uint64, fn func(Segment) error) error {
 	lo := dataPrefix(nil, stream, kindSegment)
 	hi := prefixEnd(dataPrefix(nil, stream, kindSegment))
 	err := r.scan(lo, hi, false, func(k, v []byte) (bool, error) {
-		p, err := unseal(k, v)
+		seg, err := decodeSegment(k, v)
 		if err != nil {
-			return false, err
-		}
-		if len(k) != 18 {
-			return false, corruptf(k, "bad segment key")
-		}
-		seg := Segment{First: binary.BigEndian.Uint64(k[10:])}
-		d := decoder{key: k, p: p}
-		seg.Last = d.uvarint()
-		l := d.uvarint()
-		if d.err == nil && l <= uint64(len(d.p)) {
-			seg.Key, d.p = string(d.p[:l]), d.p[l:]
-		} else {
-			d.fail()
-		}
-		seg.Size, seg.IndexOff = int64(d.uvarint()), int64(d.uvarint())
-		seg.Msgs, seg.Bytes, seg.Live, seg.LiveBytes = d.uvarint(), d.uvarint(), d.uvarint(), d.uvarint()
-		seg.MinTime, seg.MaxTime = d.varint(), d.varint()
-		if err := d.finish(); err != nil {
 			return false, err
 		}
 		return true, fn(seg)
@@ -178,6 +172,62 @@ func segments(r reader, stream uint64, fn func(Segment) error) error {
 		return fmt.Errorf("store: segments of stream %d: %w", stream, err)
 	}
 	return nil
+}
+
+func decodeSegment(k, v []byte) (Segment, error) {
+	p, err := unseal(k, v)
+	if err != nil {
+		return Segment{}, err
+	}
+	if len(k) != 18 {
+		return Segment{}, corruptf(k, "bad segment key")
+	}
+	seg := Segment{First: binary.BigEndian.Uint64(k[10:])}
+	d := decoder{key: k, p: p}
+	seg.Last = d.uvarint()
+	l := d.uvarint()
+	if d.err == nil && l <= uint64(len(d.p)) {
+		seg.Key, d.p = string(d.p[:l]), d.p[l:]
+	} else {
+		d.fail()
+	}
+	seg.Size, seg.IndexOff = int64(d.uvarint()), int64(d.uvarint())
+	seg.Msgs, seg.Bytes, seg.Live, seg.LiveBytes = d.uvarint(), d.uvarint(), d.uvarint(), d.uvarint()
+	seg.MinTime, seg.MaxTime = d.varint(), d.varint()
+	if d.err == nil && len(d.p) > 0 {
+		seg.Erased = d.uvarint()&segmentErased != 0
+	}
+	if err := d.finish(); err != nil {
+		return Segment{}, err
+	}
+	return seg, nil
+}
+
+// ReprSegments calls fn with each manifest entry a batch's Repr writes
+// (a segment committed, rewritten, or its live counts changed): a
+// replica learns from it what tiering replaced by stubs, since it only
+// commits the writes and never runs the apply path that made them.
+func (s *Store) ReprSegments(r []byte, fn func(stream uint64, seg Segment)) error {
+	sets, ok := s.eng.(reprSetter)
+	if !ok {
+		return nil
+	}
+	return sets.eachSet(r, func(k, v []byte) error {
+		if len(k) != 18 || k[0] != prefixData || k[9] != kindSegment {
+			return nil
+		}
+		seg, err := decodeSegment(k, v)
+		if err != nil {
+			return err
+		}
+		fn(binary.BigEndian.Uint64(k[1:9]), seg)
+		return nil
+	})
+}
+
+// reprSetter is an engine that reads back the sets of a batch repr.
+type reprSetter interface {
+	eachSet(r []byte, fn func(k, v []byte) error) error
 }
 
 // PendingObjects calls fn with each pending object record of the streams

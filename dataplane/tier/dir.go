@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -176,6 +177,38 @@ func (d *Dir) List(_ context.Context, prefix string) ([]string, error) {
 		return nil, fmt.Errorf("tier dir: list %q: %w", prefix, err)
 	}
 	return out, nil
+}
+
+// ListPage implements ObjectStore. A directory walk is not in key order
+// across levels, so a page sorts the whole listing: fine for a local
+// directory.
+func (d *Dir) ListPage(ctx context.Context, after string, max int) ([]ObjectInfo, string, error) {
+	keys, err := d.List(ctx, "")
+	if err != nil {
+		return nil, "", err
+	}
+	slices.Sort(keys)
+	i, _ := slices.BinarySearch(keys, after)
+	for i < len(keys) && keys[i] <= after {
+		i++
+	}
+	var out []ObjectInfo
+	for ; i < len(keys) && len(out) < max; i++ {
+		p, err := d.path(keys[i])
+		if err != nil {
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		out = append(out, ObjectInfo{Key: keys[i], Size: fi.Size(), Modified: fi.ModTime()})
+	}
+	next := ""
+	if i < len(keys) && len(out) > 0 {
+		next = out[len(out)-1].Key
+	}
+	return out, next, nil
 }
 
 func (d *Dir) String() string { return "file://" + d.root }

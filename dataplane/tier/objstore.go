@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // ObjectStore is where segments live. Keys are slash-separated relative
@@ -33,8 +34,20 @@ type ObjectStore interface {
 	Delete(ctx context.Context, key string) error
 	// List returns the keys under prefix, for scrubs and tests.
 	List(ctx context.Context, prefix string) ([]string, error)
+	// ListPage returns up to max objects whose keys sort after after
+	// (every key when after is empty), in key order, with their sizes and
+	// times: one bounded step of a scan of the store. next is the key to
+	// continue after, empty once the last page is returned.
+	ListPage(ctx context.Context, after string, max int) (objs []ObjectInfo, next string, err error)
 	// String names the store for logs (its URL, without credentials).
 	String() string
+}
+
+// ObjectInfo describes one stored object.
+type ObjectInfo struct {
+	Key      string
+	Size     int64
+	Modified time.Time // when the store last wrote it
 }
 
 // Sentinel errors callers branch on.

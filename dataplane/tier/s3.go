@@ -209,6 +209,34 @@ func (s *S3) List(ctx context.Context, prefix string) ([]string, error) {
 	return out, nil
 }
 
+// ListPage implements ObjectStore with one ListObjectsV2 call.
+func (s *S3) ListPage(ctx context.Context, after string, max int) ([]ObjectInfo, string, error) {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), MaxKeys: aws.Int32(int32(min(max, 1000)))}
+	if s.prefix != "" {
+		in.Prefix = aws.String(s.prefix + "/")
+	}
+	if after != "" {
+		in.StartAfter = aws.String(s.key(after))
+	}
+	page, err := s.c.ListObjectsV2(ctx, in)
+	if err != nil {
+		return nil, "", fmt.Errorf("tier s3: list after %q: %w", after, err)
+	}
+	out := make([]ObjectInfo, 0, len(page.Contents))
+	for _, o := range page.Contents {
+		k := aws.ToString(o.Key)
+		if s.prefix != "" {
+			k = strings.TrimPrefix(k, s.prefix+"/")
+		}
+		out = append(out, ObjectInfo{Key: k, Size: aws.ToInt64(o.Size), Modified: aws.ToTime(o.LastModified)})
+	}
+	next := ""
+	if aws.ToBool(page.IsTruncated) && len(out) > 0 {
+		next = out[len(out)-1].Key
+	}
+	return out, next, nil
+}
+
 func (s *S3) String() string { return s.desc }
 
 func isNotFound(err error) bool {

@@ -5,63 +5,20 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/contrail/contrail/dataplane/tier/tiertest"
 )
 
-// versitygw is the real S3 server these tests talk to (make tools
-// installs it).
+// startVersity runs versitygw, the real S3 server these tests talk to
+// (make tools installs it), with the bucket "bkt".
 func startVersity(t *testing.T) (endpoint string) {
 	t.Helper()
-	bin, err := exec.LookPath("versitygw")
-	if err != nil {
-		gopath, _ := exec.Command("go", "env", "GOPATH").Output()
-		bin = filepath.Join(strings.TrimSpace(string(gopath)), "bin", "versitygw")
-	}
-	if out, err := exec.Command("go", "version", "-m", bin).Output(); err != nil || !strings.Contains(string(out), "v1.8.0") {
-		t.Fatalf("versitygw v1.8.0 not installed (%v); run `make tools`", err)
-	}
-	root := t.TempDir()
-	if err := os.Mkdir(filepath.Join(root, "bkt"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "--access", "K", "--secret", "S", "--port", addr, "posix", root)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("versitygw not listening on %s", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Setenv("AWS_ACCESS_KEY_ID", "K")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "S")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(root, "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(root, "none"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	return "http://" + addr
+	return tiertest.StartT(t, "bkt").Endpoint
 }
 
 // faultTransport injects S3 faults below the SDK: fail answers 503
@@ -193,5 +150,49 @@ func TestS3Faults(t *testing.T) {
 	}
 	if _, err := st.GetRange(ctx, "x/1.seg", 0, 10); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get of a deleted object: %v", err)
+	}
+}
+
+// TestListPage pages through both backends in key order, with sizes and
+// times, across directory levels that sort differently from their keys.
+func TestListPage(t *testing.T) {
+	ctx := context.Background()
+	dir, err := OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3, err := OpenS3(ctx, S3Options{Bucket: "bkt", Prefix: "p/q", Endpoint: startVersity(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"a-b", "a/b", "a/c/d", "b", "c/x"} // in key order
+	for _, st := range []ObjectStore{dir, s3} {
+		began := time.Now().Add(-2 * time.Second)
+		for i, k := range keys {
+			if err := st.Put(ctx, k, bytes.Repeat([]byte{1}, i+1)); err != nil {
+				t.Fatalf("%s: put %s: %v", st, k, err)
+			}
+		}
+		var got []string
+		after := ""
+		for pages := 0; ; pages++ {
+			objs, next, err := st.ListPage(ctx, after, 2)
+			if err != nil || len(objs) > 2 || pages > len(keys) {
+				t.Fatalf("%s: page after %q: %d objects, %v", st, after, len(objs), err)
+			}
+			for _, o := range objs {
+				if o.Size != int64(len(got)+1) || o.Modified.Before(began) {
+					t.Errorf("%s: %s: size %d, modified %v", st, o.Key, o.Size, o.Modified)
+				}
+				got = append(got, o.Key)
+			}
+			if next == "" {
+				break
+			}
+			after = next
+		}
+		if strings.Join(got, " ") != strings.Join(keys, " ") {
+			t.Fatalf("%s: listed %v, want %v", st, got, keys)
+		}
 	}
 }

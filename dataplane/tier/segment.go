@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // Segment object layout (all integers big-endian unless varint):
@@ -391,4 +393,42 @@ func (d *decoder) field() []byte {
 func SegmentKey(node string, stream uint64, incarnation int64, first, last uint64, uploadID string) string {
 	rest := fmt.Sprintf("%s/%d-%d/%020d-%020d-%s.seg", node, stream, incarnation, first, last, uploadID)
 	return fmt.Sprintf("%08x/%s", crc(append([]byte(rest), uploadID...)), rest)
+}
+
+// ParseSegmentKey reads back what SegmentKey put in a key: the node that
+// uploaded it and the stream (with its incarnation) it belongs to. ok is
+// false for a key SegmentKey did not make.
+func ParseSegmentKey(key string) (node string, stream uint64, incarnation int64, ok bool) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 4 || len(parts[0]) != 8 || !strings.HasSuffix(parts[3], ".seg") {
+		return "", 0, 0, false
+	}
+	if crc([]byte(strings.Join(parts[1:], "/")+uploadIDOf(parts[3]))) != parseHex32(parts[0]) {
+		return "", 0, 0, false
+	}
+	id, inc, found := strings.Cut(parts[2], "-")
+	if !found {
+		return "", 0, 0, false
+	}
+	stream, err1 := strconv.ParseUint(id, 10, 64)
+	incarnation, err2 := strconv.ParseInt(inc, 10, 64)
+	if err1 != nil || err2 != nil {
+		return "", 0, 0, false
+	}
+	return parts[1], stream, incarnation, true
+}
+
+// uploadIDOf is the attempt id at the end of a segment object's name
+// (first-last-id.seg).
+func uploadIDOf(name string) string {
+	name = strings.TrimSuffix(name, ".seg")
+	return name[strings.LastIndexByte(name, '-')+1:]
+}
+
+func parseHex32(s string) uint32 {
+	v, err := strconv.ParseUint(s, 16, 32)
+	if err != nil {
+		return 0
+	}
+	return uint32(v)
 }

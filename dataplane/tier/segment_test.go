@@ -154,3 +154,16 @@ func TestCacheSharesGets(t *testing.T) {
 		t.Fatalf("missing seq: %v", err)
 	}
 }
+
+func TestParseSegmentKey(t *testing.T) {
+	k := SegmentKey("n-1", 1<<40|7, 1700000000123456789, 10, 20, "00ff00ff00ff00ff")
+	node, stream, inc, ok := ParseSegmentKey(k)
+	if !ok || node != "n-1" || stream != 1<<40|7 || inc != 1700000000123456789 {
+		t.Fatalf("ParseSegmentKey(%q) = %q %d %d %v", k, node, stream, inc, ok)
+	}
+	for _, bad := range []string{"", "x.seg", "00000000/n/1-2/3-4-5.seg", k[:len(k)-4], "ab" + k[2:], k + "/x"} {
+		if _, _, _, ok := ParseSegmentKey(bad); ok {
+			t.Errorf("ParseSegmentKey(%q) accepted", bad)
+		}
+	}
+}

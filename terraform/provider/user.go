@@ -47,7 +47,15 @@ func (r *userResource) Metadata(_ context.Context, req resource.MetadataRequest,
 
 func subjectsAttr(desc string) schema.ListAttribute {
 	return schema.ListAttribute{Optional: true, ElementType: types.StringType, Description: desc + " Changing it replaces the user.",
-		PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()}}
+		PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(subjectsChanged,
+			"Replaces the user unless the list only changes between left out and [].",
+			"Replaces the user unless the list only changes between left out and `[]`.")}}
+}
+
+// subjectsChanged asks for a new user unless the list only moves between
+// null and [], which mean the same (an imported user reads back null).
+func subjectsChanged(_ context.Context, req planmodifier.ListRequest, resp *listplanmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = req.PlanValue.IsUnknown() || len(req.StateValue.Elements()) != 0 || len(req.PlanValue.Elements()) != 0
 }
 
 func (r *userResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -84,14 +92,29 @@ func (r *userResource) Configure(_ context.Context, req resource.ConfigureReques
 	r.c = clientFrom(req.ProviderData, &resp.Diagnostics)
 }
 
-// strings reads a list of strings (nil for null).
+// listStrings reads a list of strings: nil for null and for an empty
+// list, which the API treats alike.
 func listStrings(ctx context.Context, l types.List, diags *diag.Diagnostics) []string {
 	if l.IsNull() || l.IsUnknown() {
 		return nil
 	}
 	var out []string
 	diags.Append(l.ElementsAs(ctx, &out, false)...)
+	if len(out) == 0 {
+		return nil
+	}
 	return out
+}
+
+// keepEmpty is got, unless got is null and prior an empty list: then
+// prior. A permission list written [] means what one left out means (the
+// direction is unrestricted), and the API keeps no difference between
+// them, so [] in a config must read back as [] for plans to stay empty.
+func keepEmpty(prior, got types.List) types.List {
+	if got.IsNull() && !prior.IsNull() && !prior.IsUnknown() && len(prior.Elements()) == 0 {
+		return prior
+	}
+	return got
 }
 
 // stringList is a list attribute's value: null for none, so a list left
@@ -111,6 +134,7 @@ func stringList(v []string) types.List {
 // (the API has no such field) and stays as it is; creds only the create
 // answer has.
 func (m *userModel) set(accountID string, u *client.User) {
+	prior := *m
 	m.ID = types.StringValue(u.ID)
 	m.AccountID = types.StringValue(accountID)
 	m.Name = types.StringValue(u.Name)
@@ -120,6 +144,9 @@ func (m *userModel) set(accountID string, u *client.User) {
 	}
 	m.PublishAllow, m.PublishDeny = stringList(p.Publish.Allow), stringList(p.Publish.Deny)
 	m.SubscribeAllow, m.SubscribeDeny = stringList(p.Subscribe.Allow), stringList(p.Subscribe.Deny)
+	m.PublishAllow, m.PublishDeny = keepEmpty(prior.PublishAllow, m.PublishAllow), keepEmpty(prior.PublishDeny, m.PublishDeny)
+	m.SubscribeAllow = keepEmpty(prior.SubscribeAllow, m.SubscribeAllow)
+	m.SubscribeDeny = keepEmpty(prior.SubscribeDeny, m.SubscribeDeny)
 	m.PublicKey = types.StringValue(u.PublicKey)
 	m.ExpiresAt = types.StringValue("")
 	m.ExpiresInSeconds = types.Int64Null()

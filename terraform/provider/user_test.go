@@ -34,6 +34,7 @@ resource "contrail_user" "app" {
   name            = "app"
   publish_allow   = ["orders.>", "$JS.API.>"]
   subscribe_allow = ["_INBOX.>"]
+  publish_deny    = []
   expires_in_seconds = 86400
   rotation        = { generation = %q }
 }

@@ -4,6 +4,10 @@
 // three-byte preface, a kind and a 16-bit channel (the raft group; 0 for
 // routes), which the listener reads before handing the connection to
 // whoever listens on that channel.
+//
+// With a cluster secret, both ends prove after the preface that they
+// hold it (see handshake.go) before anything else is read or written:
+// the port then admits only the cluster's own nodes.
 package mux
 
 import (
@@ -44,9 +48,11 @@ type channel struct {
 
 // Mux accepts connections on the cluster port and sorts them by preface.
 type Mux struct {
-	ln  net.Listener
-	log *slog.Logger
-	mu  struct {
+	ln     net.Listener
+	log    *slog.Logger
+	secret []byte    // empty: the port is open to whoever reaches it
+	warn   warnLimit // refused handshakes, logged a few at a time
+	mu     struct {
 		sync.Mutex
 		chans  map[channel]*Listener // guarded by mu
 		closed bool                  // guarded by mu
@@ -55,9 +61,10 @@ type Mux struct {
 }
 
 // New starts sorting the connections ln accepts. Connections for a
-// channel nobody listens on are closed.
-func New(ln net.Listener, log *slog.Logger) *Mux {
-	m := &Mux{ln: ln, log: log, done: make(chan struct{})}
+// channel nobody listens on are closed. With a non-empty secret, only
+// connections that prove they hold it are sorted, and Dial proves it.
+func New(ln net.Listener, log *slog.Logger, secret []byte) *Mux {
+	m := &Mux{ln: ln, log: log, secret: secret, done: make(chan struct{})}
 	m.mu.chans = map[channel]*Listener{}
 	go m.acceptLoop()
 	return m
@@ -120,12 +127,20 @@ func (m *Mux) acceptLoop() {
 // sort reads c's preface and hands c to its channel's listener.
 func (m *Mux) sort(c net.Conn) {
 	var p [3]byte
-	_ = c.SetReadDeadline(time.Now().Add(prefaceTimeout))
+	_ = c.SetDeadline(time.Now().Add(prefaceTimeout))
 	if _, err := io.ReadFull(c, p[:]); err != nil {
 		c.Close()
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
+	if len(m.secret) > 0 {
+		if err := acceptHandshake(c, m.secret, p); err != nil {
+			m.warn.log(m.log, "cluster port: refused a connection that does not hold the cluster secret",
+				"remote", c.RemoteAddr().String(), "err", err)
+			c.Close()
+			return
+		}
+	}
+	_ = c.SetDeadline(time.Time{})
 	ch := channel{Kind(p[0]), binary.BigEndian.Uint16(p[1:])}
 	m.mu.Lock()
 	l := m.mu.chans[ch]
@@ -176,19 +191,30 @@ func (l *Listener) Close() error {
 // Addr is the cluster port's address: every channel shares it.
 func (l *Listener) Addr() net.Addr { return l.m.ln.Addr() }
 
-// Dial connects to the cluster port at addr and opens channel kind/id.
-func Dial(addr string, kind Kind, id uint16, timeout time.Duration) (net.Conn, error) {
+// Dial connects to the cluster port at addr and opens channel kind/id,
+// proving the mux's secret if it has one.
+func (m *Mux) Dial(addr string, kind Kind, id uint16, timeout time.Duration) (net.Conn, error) {
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
 	}
 	p := [3]byte{byte(kind)}
 	binary.BigEndian.PutUint16(p[1:], id)
-	_ = c.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := c.Write(p[:]); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("cluster port %s: preface: %w", addr, err)
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if len(m.secret) > 0 {
+		err = dialHandshake(c, m.secret, p)
+	} else {
+		_, err = c.Write(p[:])
 	}
-	_ = c.SetWriteDeadline(time.Time{})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("cluster port %s: %w", addr, err)
+	}
+	_ = c.SetDeadline(time.Time{})
 	return c, nil
+}
+
+// Dial is the mux's Dial, for whoever holds only a channel.
+func (l *Listener) Dial(addr string, kind Kind, id uint16, timeout time.Duration) (net.Conn, error) {
+	return l.m.Dial(addr, kind, id, timeout)
 }

@@ -1,0 +1,144 @@
+package jetstream
+
+import (
+	"encoding/json"
+	"errors"
+	"math/big"
+	"strconv"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/store"
+)
+
+// Counter streams (allow_msg_counter) keep one running total per subject:
+// a publish carries "Nats-Incr: <integer>" and no body, and the apply path
+// stores it with the body {"val":"<new total>"}, the total being the last
+// message on the subject plus the increment. The integers are unbounded
+// (math/big), as on nats-server, and the PubAck carries the total as
+// "val". The total is read and written inside the apply, under the stream
+// lock, so concurrent increments never lose one, and an R3 stream's
+// replicas receive the stored body, not the increment: they agree without
+// computing anything.
+//
+// Aggregation of sourced counters (Nats-Counter-Sources built from
+// Nats-Stream-Source) needs stream sourcing, which Contrail does not have
+// yet; only the header's carrying over from one total to the next is done.
+
+// maxIncrLen bounds a Nats-Incr value (sign and digits). nats-server
+// takes any length, but a 1 MiB integer costs seconds to parse and to
+// add to on the apply path, which a store's streams share: one tenant's
+// increments would stall its neighbours' writes. Below it an increment
+// costs microseconds; longer ones are refused as invalid (10171).
+const maxIncrLen = 1024
+
+// counterValue is the body of a counter message.
+type counterValue struct {
+	Value string `json:"val"`
+}
+
+// counterSources is the Nats-Counter-Sources header: per source stream,
+// per subject, the last total taken from it.
+type counterSources map[string]map[string]string
+
+// checkIncr reads a publish's Nats-Incr header and refuses what
+// nats-server refuses before anything else is checked: an increment that
+// is not an integer (on any stream), an increment to a stream without
+// counters, one with a body, and one with a header that cannot go with a
+// running total (roll-ups and every Nats-Expected-* check). incr is nil
+// when the header is absent.
+func checkIncr(cfg *api.StreamConfig, hdr, data []byte) (incr *big.Int, err error) {
+	v := headerValue(hdr, api.HeaderIncr)
+	if len(v) == 0 {
+		return nil, nil
+	}
+	if len(v) > maxIncrLen {
+		return nil, api.NewCounterIncrementInvalidError()
+	}
+	incr, ok := new(big.Int).SetString(string(v), 10)
+	if !ok {
+		return nil, api.NewCounterIncrementInvalidError()
+	}
+	switch {
+	case !cfg.AllowMsgCounter:
+		return nil, api.NewCounterDisabledError()
+	case len(data) > 0:
+		return nil, api.NewCounterHasPayloadError()
+	}
+	for _, k := range []string{api.HeaderRollup, api.HeaderExpectedStream, api.HeaderExpectedLastMsgID,
+		api.HeaderExpectedLastSubjSeqSubj, api.HeaderExpectedLastSeq, api.HeaderExpectedLastSubjSeq} {
+		if len(headerValue(hdr, k)) > 0 {
+			return nil, api.NewCounterIncrementInvalidError()
+		}
+	}
+	return incr, nil
+}
+
+// applyIncrLocked turns an increment on subj into the message to store:
+// the new total as the body, and the last total's Nats-Counter-Sources
+// carried over into hdr. A last message that is no counter (a body that is
+// not {"val":"…"}, or a sources header that is not JSON) makes the counter
+// broken, as on nats-server.
+func (s *stream) applyIncrLocked(subj string, hdr []byte, incr *big.Int, ap *applier) (newHdr, body []byte, val string, err error) {
+	var total big.Int
+	last, err := s.lastOnSubjectLocked(subj, ap)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if last != nil {
+		var cv counterValue
+		if json.Unmarshal(last.Data, &cv) != nil {
+			return nil, nil, "", api.NewCounterBrokenError()
+		}
+		if src := headerValue(last.Header, api.HeaderCounterSources); len(src) > 0 {
+			var sources counterSources
+			if json.Unmarshal(src, &sources) != nil {
+				return nil, nil, "", api.NewCounterBrokenError()
+			}
+			if len(sources) > 0 {
+				b, _ := json.Marshal(sources)
+				hdr = setHeader(hdr, api.HeaderCounterSources, string(b))
+			}
+		}
+		// A value that is no integer is read as far as it goes, exactly
+		// as nats-server's (the same math/big) reading leaves it.
+		total.SetString(cv.Value, 10)
+	}
+	total.Add(&total, incr)
+	val = total.String()
+	body = make([]byte, 0, len(val)+10)
+	body = append(body, `{"val":`...)
+	body = strconv.AppendQuote(body, val)
+	body = append(body, '}')
+	if mx := s.mu.cfg.MaxMsgSize; mx > 0 && len(hdr)+len(body) > int(mx) {
+		return nil, nil, "", api.NewMessageTooLargeError()
+	}
+	return hdr, body, val, nil
+}
+
+// lastOnSubjectLocked reads the newest message on the literal subject
+// subj, seeing the writes of the current group; nil if there is none.
+// Counter streams are never tiered, so the message's body is here.
+func (s *stream) lastOnSubjectLocked(subj string, ap *applier) (*store.Message, error) {
+	if s.mu.state.Msgs == 0 {
+		return nil, nil
+	}
+	if err := ap.visible(); err != nil {
+		return nil, err
+	}
+	m, err := ap.rd.LastMsg(s.id, subj)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, api.NewStreamStoreFailedError(err)
+	}
+	return &m, nil
+}
+
+// appendCounterVal adds a counter's total to a PubAck appendPubAck wrote:
+// {"stream":…,"seq":…,"val":"…"}.
+func appendCounterVal(ack []byte, val string) []byte {
+	ack = append(ack[:len(ack)-1], `,"val":`...)
+	ack = strconv.AppendQuote(ack, val)
+	return append(ack, '}')
+}
