@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/big"
 	"strconv"
+	"strings"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
 	"github.com/contrail/contrail/dataplane/store"
@@ -20,9 +21,13 @@ import (
 // replicas receive the stored body, not the increment: they agree without
 // computing anything.
 //
-// Aggregation of sourced counters (Nats-Counter-Sources built from
-// Nats-Stream-Source) needs stream sourcing, which Contrail does not have
-// yet; only the header's carrying over from one total to the next is done.
+// A counter stream that sources other counter streams aggregates them: a
+// sourced message carries its origin's total, not an increment, so the
+// apply remembers per origin (the first field of Nats-Stream-Source) and
+// origin subject the last total taken from it, in the stored message's
+// Nats-Counter-Sources header, and adds the difference. Each origin's
+// total then counts once however often it is redelivered or restarted,
+// and the aggregate's own Nats-Incr is rewritten to that difference.
 
 // maxIncrLen bounds a Nats-Incr value (sign and digits). nats-server
 // takes any length, but a 1 MiB integer costs seconds to parse and to
@@ -73,13 +78,35 @@ func checkIncr(cfg *api.StreamConfig, hdr, data []byte) (incr *big.Int, err erro
 	return incr, nil
 }
 
+// sourcedIncr reads the Nats-Incr of a message sourced into a counter
+// stream: its origin's checks already ran, so only the value itself is
+// checked. A sourced message without one is refused as missing by the
+// caller, as nats-server refuses it.
+func sourcedIncr(hdr []byte) (*big.Int, error) {
+	v := headerValue(hdr, api.HeaderIncr)
+	if len(v) == 0 {
+		return nil, nil
+	}
+	if len(v) > maxIncrLen {
+		return nil, api.NewCounterIncrementInvalidError()
+	}
+	incr, ok := new(big.Int).SetString(string(v), 10)
+	if !ok {
+		return nil, api.NewCounterIncrementInvalidError()
+	}
+	return incr, nil
+}
+
 // applyIncrLocked turns an increment on subj into the message to store:
 // the new total as the body, and the last total's Nats-Counter-Sources
-// carried over into hdr. A last message that is no counter (a body that is
-// not {"val":"…"}, or a sources header that is not JSON) makes the counter
-// broken, as on nats-server.
-func (s *stream) applyIncrLocked(subj string, hdr []byte, incr *big.Int, ap *applier) (newHdr, body []byte, val string, err error) {
+// carried over into hdr. A sourced message (hdr has Nats-Stream-Source)
+// brings its origin's total in data; its increment is the difference from
+// the origin's total last taken. A last message that is no counter (a body
+// that is not {"val":"…"}, or a sources header that is not JSON) makes the
+// counter broken, as on nats-server.
+func (s *stream) applyIncrLocked(subj string, hdr, data []byte, incr *big.Int, ap *applier) (newHdr, body []byte, val string, err error) {
 	var total big.Int
+	var sources counterSources
 	last, err := s.lastOnSubjectLocked(subj, ap)
 	if err != nil {
 		return nil, nil, "", err
@@ -90,18 +117,23 @@ func (s *stream) applyIncrLocked(subj string, hdr []byte, incr *big.Int, ap *app
 			return nil, nil, "", api.NewCounterBrokenError()
 		}
 		if src := headerValue(last.Header, api.HeaderCounterSources); len(src) > 0 {
-			var sources counterSources
 			if json.Unmarshal(src, &sources) != nil {
 				return nil, nil, "", api.NewCounterBrokenError()
-			}
-			if len(sources) > 0 {
-				b, _ := json.Marshal(sources)
-				hdr = setHeader(hdr, api.HeaderCounterSources, string(b))
 			}
 		}
 		// A value that is no integer is read as far as it goes, exactly
 		// as nats-server's (the same math/big) reading leaves it.
 		total.SetString(cv.Value, 10)
+	}
+	if src := headerValue(hdr, api.HeaderStreamSource); len(src) > 0 {
+		if incr, err = sources.take(string(src), subj, data); err != nil {
+			return nil, nil, "", err
+		}
+		hdr = setHeader(hdr, api.HeaderIncr, incr.String())
+	}
+	if len(sources) > 0 {
+		b, _ := json.Marshal(sources)
+		hdr = setHeader(hdr, api.HeaderCounterSources, string(b))
 	}
 	total.Add(&total, incr)
 	val = total.String()
@@ -113,6 +145,38 @@ func (s *stream) applyIncrLocked(subj string, hdr []byte, incr *big.Int, ap *app
 		return nil, nil, "", api.NewMessageTooLargeError()
 	}
 	return hdr, body, val, nil
+}
+
+// take records a sourced total and returns what it adds: the origin's
+// total (the body {"val":"…"}) less the one last taken from the same
+// origin and origin subject. streamSource is the message's
+// Nats-Stream-Source, "<origin> <seq> <filter> <dest> <subject> …"; subj,
+// the subject here, stands in for an origin subject it does not name.
+// *cs is made when it is the first total taken.
+func (cs *counterSources) take(streamSource, subj string, data []byte) (*big.Int, error) {
+	fields := strings.Split(streamSource, " ")
+	origin, osubj := fields[0], subj
+	if len(fields) >= 5 {
+		osubj = fields[4]
+	}
+	var cv counterValue
+	if json.Unmarshal(data, &cv) != nil || len(cv.Value) > 2*maxIncrLen {
+		return nil, api.NewCounterBrokenError()
+	}
+	sourced, ok := new(big.Int).SetString(cv.Value, 10)
+	if !ok {
+		return nil, api.NewCounterBrokenError()
+	}
+	if *cs == nil {
+		*cs = counterSources{}
+	}
+	if (*cs)[origin] == nil {
+		(*cs)[origin] = map[string]string{}
+	}
+	var prev big.Int
+	prev.SetString((*cs)[origin][osubj], 10)
+	(*cs)[origin][osubj] = sourced.String()
+	return new(big.Int).Sub(sourced, &prev), nil
 }
 
 // lastOnSubjectLocked reads the newest message on the literal subject

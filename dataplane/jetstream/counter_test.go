@@ -306,3 +306,35 @@ func TestSetHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestCounterSourcesTake: a sourced total adds its difference from the
+// one last taken from the same origin and subject, so a total seen again
+// (a redelivery after a restart) adds nothing, and a broken body is
+// refused.
+func TestCounterSourcesTake(t *testing.T) {
+	var cs counterSources
+	steps := []struct {
+		src, subj, body, want string
+	}{
+		{"A 1 > > a.x", "agg.x", `{"val":"5"}`, "5"},
+		{"A 2 > > a.x", "agg.x", `{"val":"7"}`, "2"},
+		{"A 2 > > a.x", "agg.x", `{"val":"7"}`, "0"},
+		{"B 1 > > b.x", "agg.x", `{"val":"-3"}`, "-3"},
+		{"A 3", "agg.y", `{"val":"1"}`, "1"}, // no origin subject: ours stands in
+	}
+	for _, st := range steps {
+		got, err := cs.take(st.src, st.subj, []byte(st.body))
+		if err != nil || got.String() != st.want {
+			t.Fatalf("take(%q, %s): %v, %v; want %s", st.src, st.body, got, err, st.want)
+		}
+	}
+	b, _ := json.Marshal(cs)
+	if want := `{"A":{"a.x":"7","agg.y":"1"},"B":{"b.x":"-3"}}`; string(b) != want {
+		t.Fatalf("sources %s, want %s", b, want)
+	}
+	for _, body := range []string{`x`, `{"val":"1.5"}`, `{"val":"` + strings.Repeat("9", 3*maxIncrLen) + `"}`} {
+		if _, err := cs.take("A 4 > > a.x", "agg.x", []byte(body)); err == nil {
+			t.Fatalf("take(%.20s) accepted", body)
+		}
+	}
+}

@@ -161,6 +161,12 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 				return result{seq: d.seq, dup: true}
 			}
 		}
+		if cfg.AllowMsgCounter {
+			var err error
+			if incr, err = sourcedIncr(p.hdr); err != nil {
+				return result{err: err}
+			}
+		}
 	} else if len(p.hdr) > 0 {
 		// The checks run in nats-server's order, since a request that
 		// fails two of them must get the same answer from both; a header
@@ -234,7 +240,7 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 			return result{err: api.NewCounterIncrementMissingError()}
 		}
 		var err error
-		if p.hdr, p.data, val, err = s.applyIncrLocked(p.subject, p.hdr, incr, ap); err != nil {
+		if p.hdr, p.data, val, err = s.applyIncrLocked(p.subject, p.hdr, p.data, incr, ap); err != nil {
 			return result{err: err}
 		}
 	}
