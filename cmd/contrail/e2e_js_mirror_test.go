@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -359,6 +360,84 @@ func kvMirrorScenario(t *testing.T, tg *jsTarget) []string {
 func TestJSKVMirrorCompare(t *testing.T) {
 	ours, ref := jsPair(t)
 	sameLines(t, "KV mirror", kvMirrorScenario(t, ours), kvMirrorScenario(t, ref))
+}
+
+// objMirrorScenario mirrors an object store's stream. Two mirrors follow
+// while objects are written, replaced and deleted; neither takes the
+// origin's purges of replaced chunks (a purge is no message), and the one
+// that allows roll-ups applies those of the metadata, the other keeps them
+// as headers. A second mirror, made after, copies
+// what the origin holds then. Chunk subjects end in a random id: they are
+// compared as "C.*".
+func objMirrorScenario(t *testing.T, tg *jsTarget) []string {
+	js := tg.js
+	var out []string
+	obs, err := js.CreateObjectStore(ctxT(t), jetstream.ObjectStoreConfig{Bucket: "OBJS"})
+	if err != nil {
+		t.Fatalf("%s: create object store: %v", tg.name, err)
+	}
+	createStream(t, js, jetstream.StreamConfig{Name: "OCOPY", Mirror: &jetstream.StreamSource{Name: "OBJ_OBJS"}})
+	createStream(t, js, jetstream.StreamConfig{Name: "OROLL", AllowRollup: true, Mirror: &jetstream.StreamSource{Name: "OBJ_OBJS"}})
+	caughtUp := func(name string) *jetstream.StreamInfo {
+		t.Helper()
+		last := streamInfo(t, js, "OBJ_OBJS").State.LastSeq
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			info, err := tryStreamInfo(js, name)
+			if err == nil && info.State.LastSeq == last && info.Mirror != nil && info.Mirror.Lag == 0 {
+				return info
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: mirror %s never reached the origin's last sequence %d: %+v, %v", tg.name, name, last, info, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	big := bytes.Repeat([]byte("0123456789abcdef"), 300_000/16)
+	for _, put := range []struct {
+		name string
+		data []byte
+	}{{"big", big}, {"small", []byte("tiny")}, {"big", big[:200_000]}} {
+		if _, err := obs.PutBytes(ctxT(t), put.name, put.data); err != nil {
+			t.Fatalf("%s: put %s: %v", tg.name, put.name, err)
+		}
+		caughtUp("OCOPY")
+		caughtUp("OROLL")
+	}
+	if err := obs.Delete(ctxT(t), "small"); err != nil {
+		t.Fatalf("%s: delete: %v", tg.name, err)
+	}
+	orig := streamInfo(t, js, "OBJ_OBJS")
+	out = append(out, fmt.Sprintf("origin msgs=%d first=%d last=%d", orig.State.Msgs, orig.State.FirstSeq, orig.State.LastSeq))
+	createStream(t, js, jetstream.StreamConfig{Name: "OLATE", Mirror: &jetstream.StreamSource{Name: "OBJ_OBJS"}})
+	for _, name := range []string{"OCOPY", "OROLL", "OLATE"} {
+		info := caughtUp(name)
+		out = append(out, fmt.Sprintf("%s msgs=%d first=%d last=%d", name, info.State.Msgs, info.State.FirstSeq, info.State.LastSeq))
+		s, err := js.Stream(ctxT(t), name)
+		if err != nil {
+			t.Fatalf("%s: stream %s: %v", tg.name, name, err)
+		}
+		for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+			m, err := s.GetMsg(ctxT(t), seq)
+			if err != nil {
+				continue // rolled up
+			}
+			subj := m.Subject
+			if i := strings.Index(subj, ".C."); i > 0 {
+				subj = subj[:i] + ".C.*"
+			}
+			out = append(out, fmt.Sprintf("%s %d %s len=%d rollup=%q", name, m.Sequence, subj, len(m.Data), m.Header.Get("Nats-Rollup")))
+		}
+	}
+	// The object store reads the origin as before.
+	got, err := obs.GetBytes(ctxT(t), "big")
+	out = append(out, fmt.Sprintf("get big: len=%d same=%v err=%v", len(got), bytes.Equal(got, big[:200_000]), err))
+	return out
+}
+
+func TestJSObjectStoreMirrorCompare(t *testing.T) {
+	ours, ref := jsPair(t)
+	sameLines(t, "object store mirror", objMirrorScenario(t, ours), objMirrorScenario(t, ref))
 }
 
 // TestJSSourceOtherAccountCompare sources and mirrors a stream of

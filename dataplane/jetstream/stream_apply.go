@@ -161,6 +161,13 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 				return result{seq: d.seq, dup: true}
 			}
 		}
+		// An origin's roll-up applies where this stream allows roll-ups
+		// itself (as a KV mirror does); elsewhere it is kept as a header.
+		if v := headerValue(p.hdr, api.HeaderRollup); len(v) > 0 && cfg.AllowRollup && !cfg.DenyPurge {
+			if r := strings.ToLower(string(v)); r == "sub" || r == "all" {
+				rollup = r
+			}
+		}
 		if cfg.AllowMsgCounter {
 			var err error
 			if incr, err = sourcedIncr(p.hdr); err != nil {
