@@ -303,10 +303,10 @@ func TestJSSourceOriginRecreatedCompare(t *testing.T) {
 
 // kvMirrorScenario mirrors a KV bucket and reads it back through direct
 // gets on the mirror.
-func kvMirrorScenario(t *testing.T, tg *jsTarget) []string {
+func kvMirrorScenario(t *testing.T, tg *jsTarget, replicas int) []string {
 	js := tg.js
 	var out []string
-	kv, err := js.CreateKeyValue(ctxT(t), jetstream.KeyValueConfig{Bucket: "ORIG", History: 3})
+	kv, err := js.CreateKeyValue(ctxT(t), jetstream.KeyValueConfig{Bucket: "ORIG", History: 3, Replicas: replicas})
 	if err != nil {
 		t.Fatalf("%s: create kv: %v", tg.name, err)
 	}
@@ -318,7 +318,7 @@ func kvMirrorScenario(t *testing.T, tg *jsTarget) []string {
 	if err := kv.Delete(ctxT(t), "c"); err != nil {
 		t.Fatalf("%s: delete: %v", tg.name, err)
 	}
-	mkv, err := js.CreateKeyValue(ctxT(t), jetstream.KeyValueConfig{Bucket: "MIRR", History: 3, Mirror: &jetstream.StreamSource{Name: "ORIG"}})
+	mkv, err := js.CreateKeyValue(ctxT(t), jetstream.KeyValueConfig{Bucket: "MIRR", History: 3, Replicas: replicas, Mirror: &jetstream.StreamSource{Name: "ORIG"}})
 	if err != nil {
 		t.Fatalf("%s: create kv mirror: %v", tg.name, err)
 	}
@@ -359,7 +359,22 @@ func kvMirrorScenario(t *testing.T, tg *jsTarget) []string {
 
 func TestJSKVMirrorCompare(t *testing.T) {
 	ours, ref := jsPair(t)
-	sameLines(t, "KV mirror", kvMirrorScenario(t, ours), kvMirrorScenario(t, ref))
+	sameLines(t, "KV mirror", kvMirrorScenario(t, ours, 1), kvMirrorScenario(t, ref, 1))
+}
+
+// TestClusterKVMirrorCompare runs the KV mirror scenario on R3 buckets of
+// a three-node cluster against one nats-server: with the origin deleted,
+// the mirror's leader, wherever it is, answers the direct gets on the
+// origin's name, and only it does.
+func TestClusterKVMirrorCompare(t *testing.T) {
+	nodes := startCluster(t, 3, clusterOpts{})
+	waitMesh(t, nodes)
+	nc, js := clusterJS(t, clusterURLs(nodes))
+	// The cluster takes creates once its meta group has formed.
+	createR3(t, js, jetstream.StreamConfig{Name: "WARM", Subjects: []string{"warm"}, Replicas: 3})
+	ours := &jsTarget{name: "contrail cluster", nc: nc, js: js}
+	ref := startRefJS(t)
+	sameLines(t, "KV mirror on a cluster", kvMirrorScenario(t, ours, 3), kvMirrorScenario(t, jsConnect(t, "nats-server", ref.URL), 1))
 }
 
 // objMirrorScenario mirrors an object store's stream. Two mirrors follow

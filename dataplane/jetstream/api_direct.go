@@ -31,9 +31,10 @@ func (a *jsAccount) directGet(req apiRequest, rest string) {
 	name, subj, bySubject := strings.Cut(rest, ".")
 	s := a.lookup(name)
 	ok := s != nil && s.config().AllowDirect
-	if s == nil && a.e.cl == nil {
+	if s == nil {
 		// A mirror with mirror_direct answers for its origin, here when
-		// the origin is not (on a cluster the origin's node answers).
+		// the origin is not (on a cluster clusterAdmit chose this node
+		// for it, or the origin's node answers).
 		if m := a.directMirror(name); m != nil {
 			s, name, ok = m, m.name(), true
 		}

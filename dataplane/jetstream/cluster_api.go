@@ -94,6 +94,13 @@ func (a *jsAccount) clusterAdmit(subject, reply string) (answer, meta bool) {
 			}
 			return false, false
 		}
+		if route == "DIRECT.GET" {
+			// No such stream: a mirror_direct mirror of it answers, on
+			// the node that holds the mirror.
+			if m := c.catalog.directMirror(a.acc.Name(), stream); m != "" {
+				return a.lookup(m) != nil, false
+			}
+		}
 	}
 	if c.metaLeader() {
 		return true, false

@@ -74,6 +74,11 @@ type metaCatalog struct {
 	// remove: a create's overlap check costs what it costs on one node,
 	// not a rebuild of the account's whole index. Guarded by mu.
 	index map[string]*catalogIndex
+	// direct files each account's mirror_direct mirrors under their
+	// origin's name (account → origin → mirror names), so that a direct
+	// get on an origin the catalog lacks finds the mirror that answers
+	// without a scan of the account. Guarded by mu.
+	direct map[string]map[string]map[string]bool
 }
 
 // catalogIndex is one account's streams in a stream index, each
@@ -86,14 +91,15 @@ type catalogIndex struct {
 
 func newMetaCatalog() *metaCatalog {
 	return &metaCatalog{accounts: map[string]map[string]*assignment{}, byID: map[uint64]*assignment{},
-		count: map[uint16]int{}, owned: map[string]int{}, last: map[uint16]uint64{}, index: map[string]*catalogIndex{}}
+		count: map[uint16]int{}, owned: map[string]int{}, last: map[uint16]uint64{}, index: map[string]*catalogIndex{},
+		direct: map[string]map[string]map[string]bool{}}
 }
 
 // replace takes other's contents (a snapshot's catalog).
 func (m *metaCatalog) replace(other *metaCatalog) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.accounts, m.byID, m.count, m.owned, m.last, m.index = other.accounts, other.byID, other.count, other.owned, other.last, other.index
+	m.accounts, m.byID, m.count, m.owned, m.last, m.index, m.direct = other.accounts, other.byID, other.count, other.owned, other.last, other.index, other.direct
 }
 
 // overlaps reports whether subjects overlap those of a stream of account
@@ -182,6 +188,15 @@ func (m *metaCatalog) put(a *assignment) {
 	s := &stream{}
 	x.idx.put(s, a.Config)
 	x.stand[a.Name], x.of[s] = s, a
+	if origin, ok := directOrigin(a.Config); ok {
+		if m.direct[a.Account] == nil {
+			m.direct[a.Account] = map[string]map[string]bool{}
+		}
+		if m.direct[a.Account][origin] == nil {
+			m.direct[a.Account][origin] = map[string]bool{}
+		}
+		m.direct[a.Account][origin][a.Name] = true
+	}
 	g := a.group()
 	m.count[g]++
 	if g == 0 {
@@ -220,6 +235,15 @@ func (m *metaCatalog) unindexLocked(a *assignment) {
 func (m *metaCatalog) forgetLocked(a *assignment) {
 	delete(m.byID, a.ID)
 	m.unindexLocked(a)
+	if origin, ok := directOrigin(a.Config); ok {
+		delete(m.direct[a.Account][origin], a.Name)
+		if len(m.direct[a.Account][origin]) == 0 {
+			delete(m.direct[a.Account], origin)
+		}
+		if len(m.direct[a.Account]) == 0 {
+			delete(m.direct, a.Account)
+		}
+	}
 	g := a.group()
 	m.count[g]--
 	if g == 0 {
@@ -227,6 +251,30 @@ func (m *metaCatalog) forgetLocked(a *assignment) {
 			delete(m.owned, a.Owner)
 		}
 	}
+}
+
+// directOrigin is the origin a stream answers direct gets for: that of
+// a mirror with mirror_direct in its own account.
+func directOrigin(cfg *api.StreamConfig) (string, bool) {
+	if cfg == nil || cfg.Mirror == nil || !cfg.MirrorDirect || cfg.Mirror.External != nil {
+		return "", false
+	}
+	return cfg.Mirror.Name, true
+}
+
+// directMirror names the mirror that answers direct gets on origin, a
+// stream the account's catalog lacks: of its mirror_direct mirrors, the
+// first by name, so that one node answers. "" if there is none.
+func (m *metaCatalog) directMirror(account, origin string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	first := ""
+	for name := range m.direct[account][origin] {
+		if first == "" || name < first {
+			first = name
+		}
+	}
+	return first
 }
 
 // streams lists an account's assignments by name.
