@@ -534,6 +534,9 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 		Log: log.With("component", "jetstream"), Clustered: clustered(opts), LoadAccount: loadAcc,
 		DigestInterval: digestInterval(opts),
 		Tier:           tierOpts,
+		Batch: jetstream.BatchLimits{MaxInflightPerStream: int(jsOpts.Batch.MaxInflightPerStream),
+			MaxInflightTotal: int(jsOpts.Batch.MaxInflightTotal), MaxMsgs: int(jsOpts.Batch.MaxMsgs),
+			Timeout: jsOpts.Batch.Timeout},
 	})
 	if err != nil {
 		js.close()

@@ -289,3 +289,52 @@ func TestJSFastBatchDisabledCompare(t *testing.T) {
 	}
 	t.Logf("both:\n%s", strings.Join(ours, "\n"))
 }
+
+// TestJSBatchLimitsConfigCompare starts both servers with the same
+// jetstream { limits { batch { … } } } block and runs batches against
+// its bounds: one message too many, one open batch too many, and one left
+// open past the timeout, which is abandoned with an advisory.
+func TestJSBatchLimitsConfigCompare(t *testing.T) {
+	conf := `jetstream { limits { batch { max_msgs: 3, max_inflight_per_stream: 1, max_inflight_total: 10, timeout: "1s" } } }`
+	n := startNode(t, nodeOpts{config: conf})
+	ref := startNatsServer(t, "-c", writeFile(t, t.TempDir(), "ref.conf", conf), "-sd", t.TempDir())
+	steps := []batchStep{
+		bmsg("b.a", "big", 1, ""), bmsg("b.a", "big", 2, ""), bmsg("b.a", "big", 3, ""),
+		bmsg("b.a", "big", 4, "1"),
+		bmsg("b.a", "first", 1, ""),
+		bmsg("b.a", "second", 1, ""),
+	}
+	scenario := func(tg *jsTarget) []string {
+		if _, err := tg.js.CreateStream(ctxT(t), jetstream.StreamConfig{Name: "B", Subjects: []string{"b.>"}, AllowAtomicPublish: true}); err != nil {
+			t.Fatalf("%s: create: %v", tg.name, err)
+		}
+		sub, err := tg.nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED.B")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tg.nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for i, st := range steps {
+			out = append(out, fmt.Sprintf("step %d %v: %s", i, st.hdr[:4], batchReplyOf(t, tg.nc, st)))
+		}
+		// "first" is still open: the 1 s timeout abandons it.
+		for {
+			am, err := sub.NextMsg(10 * time.Second)
+			if err != nil {
+				t.Fatalf("%s: no advisory for the open batch: %v", tg.name, err)
+			}
+			var doc map[string]any
+			_ = json.Unmarshal(am.Data, &doc)
+			out = append(out, fmt.Sprintf("abandoned batch=%v reason=%v", doc["batch"], doc["reason"]))
+			if doc["batch"] == "first" {
+				break
+			}
+		}
+		out = append(out, "after timeout: "+batchReplyOf(t, tg.nc, bmsg("b.a", "first", 2, "1")))
+		return append(out, storedMsgs(t, tg.js, "B")...)
+	}
+	ref1 := scenario(jsConnect(t, "nats-server", ref.URL))
+	sameLines(t, "batch limits from the config", scenario(jsConnect(t, "contrail", n.URL)), ref1)
+}

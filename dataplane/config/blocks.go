@@ -54,6 +54,29 @@ var jetStreamFields = map[string]field[JetStreamOptions]{
 	// Contrail only: tiered storage, as the --tier-* flags.
 	"tier": blockField(tierFields, nil, func() *TierOptions { return &TierOptions{} },
 		func(j *JetStreamOptions, t *TierOptions) { j.Tier = t }),
+	"limits": blockField(jsLimitsFields, jsLimitsUnsupported, func() *JetStreamOptions { return &JetStreamOptions{} },
+		func(j *JetStreamOptions, l *JetStreamOptions) { j.Batch = l.Batch }),
+}
+
+// jsLimitsFields is nats-server's jetstream { limits { … } } block, of
+// which Contrail takes the atomic batch bounds. It decodes into a scratch
+// JetStreamOptions whose Batch is kept.
+var jsLimitsFields = map[string]field[JetStreamOptions]{
+	"batch": blockField(batchFields, nil, func() *BatchLimits { return &BatchLimits{} },
+		func(j *JetStreamOptions, b *BatchLimits) { j.Batch = *b }),
+}
+
+// jsLimitsUnsupported are the server-wide caps of nats-server's limits
+// block that Contrail does not apply: its tenants' limits come from
+// their accounts.
+var jsLimitsUnsupported = setOf("max_ack_pending", "max_ha_assets", "max_request_batch",
+	"default_max_consumers", "duplicate_window")
+
+var batchFields = map[string]field[BatchLimits]{
+	"max_inflight_per_stream": intField(func(b *BatchLimits) *int64 { return &b.MaxInflightPerStream }),
+	"max_inflight_total":      intField(func(b *BatchLimits) *int64 { return &b.MaxInflightTotal }),
+	"max_msgs":                intField(func(b *BatchLimits) *int64 { return &b.MaxMsgs }),
+	"timeout":                 durationField(func(b *BatchLimits) *time.Duration { return &b.Timeout }),
 }
 
 var tierFields = map[string]field[TierOptions]{
@@ -70,7 +93,7 @@ var tierFields = map[string]field[TierOptions]{
 // implement.
 var jetStreamUnsupported = setOf(
 	"key", "ek", "encryption_key", "prev_key", "prev_ek",
-	"prev_encryption_key", "cipher", "extension_hint", "limits",
+	"prev_encryption_key", "cipher", "extension_hint",
 	"unique_tag", "max_outstanding_catchup", "request_queue_limit",
 	"strict", "tpm",
 	"max_catchup", "max_ha_assets",

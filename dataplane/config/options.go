@@ -142,6 +142,16 @@ type JetStreamOptions struct {
 	NodeMaxBufferedMsgs, NodeMaxBufferedSize int64
 	// Tier is tiered storage (`tier { ... }`); nil when not configured.
 	Tier *TierOptions
+	// Batch bounds atomic batch publishes, as nats-server's `limits {
+	// batch { max_inflight_per_stream, max_inflight_total, max_msgs,
+	// timeout } }`; zero fields take nats-server's defaults.
+	Batch BatchLimits
+}
+
+// BatchLimits are the atomic batch bounds of the jetstream block.
+type BatchLimits struct {
+	MaxInflightPerStream, MaxInflightTotal, MaxMsgs int64
+	Timeout                                         time.Duration
 }
 
 // TierOptions configure tiered storage of file streams, as the

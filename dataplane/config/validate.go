@@ -93,26 +93,16 @@ func (j *JetStreamOptions) validate() []error {
 	if j.SyncInterval < 0 {
 		errs = append(errs, fmt.Errorf("jetstream.sync_interval: %v cannot be negative", j.SyncInterval))
 	}
-	for _, b := range []struct {
-		key string
-		v   int64
-	}{
-		{"max_buffered_msgs", j.MaxBufferedMsgs}, {"max_buffered_size", j.MaxBufferedSize},
-		{"node_max_buffered_msgs", j.NodeMaxBufferedMsgs}, {"node_max_buffered_size", j.NodeMaxBufferedSize},
-	} {
-		if b.v < 0 {
-			errs = append(errs, fmt.Errorf("jetstream.%s: %d cannot be negative", b.key, b.v))
-		}
+	errs = append(errs, negatives("jetstream.", setting{"max_buffered_msgs", j.MaxBufferedMsgs}, setting{"max_buffered_size", j.MaxBufferedSize},
+		setting{"node_max_buffered_msgs", j.NodeMaxBufferedMsgs}, setting{"node_max_buffered_size", j.NodeMaxBufferedSize})...)
+	errs = append(errs, negatives("jetstream.limits.batch.", setting{"max_inflight_per_stream", j.Batch.MaxInflightPerStream},
+		setting{"max_inflight_total", j.Batch.MaxInflightTotal}, setting{"max_msgs", j.Batch.MaxMsgs})...)
+	if j.Batch.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("jetstream.limits.batch.timeout: %v cannot be negative", j.Batch.Timeout))
 	}
 	if t := j.Tier; t != nil {
-		for _, b := range []struct {
-			key string
-			v   int64
-		}{{"segment_bytes", t.SegmentBytes}, {"local_bytes", t.LocalBytes}, {"cache_bytes", t.CacheBytes}, {"read_rate", t.ReadRate}} {
-			if b.v < 0 {
-				errs = append(errs, fmt.Errorf("jetstream.tier.%s: %d cannot be negative", b.key, b.v))
-			}
-		}
+		errs = append(errs, negatives("jetstream.tier.", setting{"segment_bytes", t.SegmentBytes}, setting{"local_bytes", t.LocalBytes},
+			setting{"cache_bytes", t.CacheBytes}, setting{"read_rate", t.ReadRate})...)
 		if t.SegmentBytes > 0 && t.SegmentBytes < 64<<10 {
 			errs = append(errs, fmt.Errorf("jetstream.tier.segment_bytes: %d is below the minimum of 64KiB", t.SegmentBytes))
 		}
@@ -130,6 +120,24 @@ func (j *JetStreamOptions) validate() []error {
 	}
 	if strings.ContainsAny(j.Domain, " \t\r\n*>") {
 		errs = append(errs, fmt.Errorf("jetstream.domain: %q cannot contain white space, '*' or '>'", j.Domain))
+	}
+	return errs
+}
+
+// setting is one numeric key of a block, for negatives.
+type setting struct {
+	key string
+	v   int64
+}
+
+// negatives refuses the negative ones of settings: sizes and counts where
+// zero means the default and below it means nothing.
+func negatives(prefix string, settings ...setting) []error {
+	var errs []error
+	for _, st := range settings {
+		if st.v < 0 {
+			errs = append(errs, fmt.Errorf("%s%s: %d cannot be negative", prefix, st.key, st.v))
+		}
 	}
 	return errs
 }

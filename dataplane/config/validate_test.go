@@ -56,6 +56,13 @@ func TestValidate(t *testing.T) {
 			"jetstream.node_max_buffered_size: -3 cannot be negative",
 			`jetstream.domain: "a b" cannot contain`,
 		}},
+		{"batch limits negative", func(o *Options) {
+			o.JetStream = &JetStreamOptions{Batch: BatchLimits{MaxInflightPerStream: -1, MaxMsgs: -2, Timeout: -1}}
+		}, []string{
+			"jetstream.limits.batch.max_inflight_per_stream: -1 cannot be negative",
+			"jetstream.limits.batch.max_msgs: -2 cannot be negative",
+			"jetstream.limits.batch.timeout: -1ns cannot be negative",
+		}},
 		{"everything at once", func(o *Options) {
 			o.Port, o.MaxPayload, o.PingMax = 99999, -1, 0
 			o.TLS = &TLSOptions{CertFile: "c"}
