@@ -238,11 +238,20 @@ func listenClusterPort(co *config.ClusterOptions, log *slog.Logger) (*mux.Mux, e
 	if err != nil {
 		return nil, fmt.Errorf("cluster listen %s: %w", co.Addr(), err)
 	}
-	if co.Secret == "" {
-		log.Warn("the cluster port admits any peer that reaches it: give every node the same " + clusterSecretEnv +
-			" (or cluster { authorization { user, password } })")
+	tlsConf, err := co.TLSConfig()
+	if err != nil {
+		ln.Close()
+		return nil, err
 	}
-	return mux.New(ln, log, []byte(co.Secret)), nil
+	var t *mux.TLS
+	if tlsConf != nil {
+		t = &mux.TLS{Config: tlsConf, Timeout: co.TLS.Timeout}
+		log.Info("cluster port speaks mutual TLS", "addr", co.Addr())
+	} else if co.Secret == "" {
+		log.Warn("the cluster port admits any peer that reaches it: give every node the same " + clusterSecretEnv +
+			" (or cluster { authorization { user, password } } or cluster { tls { … } })")
+	}
+	return mux.New(ln, log, []byte(co.Secret), t), nil
 }
 
 // clusterOptions applies --node-id, --cluster-addr, --peers and

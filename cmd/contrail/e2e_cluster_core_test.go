@@ -1,8 +1,10 @@
 package main
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os/exec"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // waitInterest waits until a publish on subj from nc reaches sub: interest
@@ -512,4 +515,54 @@ func TestClusterSecret(t *testing.T) {
 	n3.secret = clusterTestSecret
 	n3.start(t)
 	waitMesh(t, nodes)
+}
+
+// TestClusterTLS runs a cluster whose port speaks mutual TLS, configured
+// as nats-server's cluster { tls { … } } block: each node presents its own
+// certificate of the cluster's CA. The cluster forms and replicates; a
+// plain TCP connection to the port is refused at the handshake, before
+// any preface is read.
+func TestClusterTLS(t *testing.T) {
+	t.Parallel()
+	caCert, caKey := makeCA(t, "cluster CA")
+	pki := t.TempDir()
+	caFile := writePEM(t, pki, "ca.pem", "CERTIFICATE", caCert.Raw)
+	nodes := startCluster(t, 3, clusterOpts{args: func(i int, dir string) []string {
+		der, key := makeLeaf(t, caCert, caKey, "127.0.0.1", x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+		cert := writePEM(t, dir, "node.pem", "CERTIFICATE", der)
+		keyFile := writeKey(t, dir, "node-key.pem", key)
+		conf := fmt.Sprintf("cluster {\n  tls {\n    cert_file: %q\n    key_file: %q\n    ca_file: %q\n    timeout: 2\n  }\n}\n",
+			cert, keyFile, caFile)
+		return []string{"--config", writeFile(t, dir, "node.conf", conf)}
+	}})
+	waitMesh(t, nodes)
+	for _, cn := range nodes {
+		if !strings.Contains(cn.proc.out.String(), "cluster port speaks mutual TLS") {
+			t.Fatalf("%s did not say its cluster port speaks TLS", cn.ID)
+		}
+	}
+	nc, js := clusterJS(t, nodes[0].URL)
+	createR3(t, js, jetstream.StreamConfig{Name: "TLS", Subjects: []string{"tls.>"}, Replicas: 3})
+	for i := range 10 {
+		jsPublish(t, js, "tls.x", fmt.Sprint(i))
+	}
+	_, js2 := clusterJS(t, nodes[2].URL)
+	if info := streamInfo(t, js2, "TLS"); info.State.Msgs != 10 || len(info.Cluster.Replicas) != 2 {
+		t.Fatalf("stream seen from n3: %+v %+v", info.State, info.Cluster)
+	}
+	nc.Close()
+
+	c, err := net.Dial("tcp", nodes[1].ClusterAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = c.Write([]byte("R\x00\x00 a route in the clear"))
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the cluster port answered a plain TCP connection")
+	}
+	waitFor(t, clusterTimeout(), "n2 to log the refused handshake", func() bool {
+		return strings.Contains(nodes[1].proc.out.String(), "failed the TLS handshake")
+	})
 }

@@ -92,7 +92,7 @@ func makeCA(t testing.TB, cn string) (*x509.Certificate, *ecdsa.PrivateKey) {
 }
 
 // makeLeaf issues a certificate; name is an IP SAN if it parses as one.
-func makeLeaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, name string, usage x509.ExtKeyUsage) ([]byte, *ecdsa.PrivateKey) {
+func makeLeaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, name string, usage ...x509.ExtKeyUsage) ([]byte, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -104,7 +104,7 @@ func makeLeaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, name 
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		ExtKeyUsage:  usage,
 	}
 	if ip := net.ParseIP(name); ip != nil {
 		tmpl.IPAddresses = []net.IP{ip}

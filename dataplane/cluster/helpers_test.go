@@ -154,7 +154,7 @@ func (c *testCluster) start(name string) *Node {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	tn.m = mux.New(ln, testLog(), []byte("cluster-test"))
+	tn.m = mux.New(ln, testLog(), []byte("cluster-test"), nil)
 	cfg := Config{
 		Name:       name,
 		Peers:      c.peers,

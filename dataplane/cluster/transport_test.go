@@ -22,7 +22,7 @@ func newTestTransport(t *testing.T, self raft.ServerID, addrs func(string) (stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := mux.New(ln, testLog(), []byte("transport-test"))
+	m := mux.New(ln, testLog(), []byte("transport-test"), nil)
 	t.Cleanup(func() { m.Close() })
 	l, err := m.Listen(mux.KindRaft, 5)
 	if err != nil {

@@ -41,6 +41,11 @@ type ClusterOptions struct {
 	// authorization user and password); empty leaves the port open to
 	// whoever can reach it. Never logged.
 	Secret string
+	// TLS encrypts the cluster port (the block's tls): every connection
+	// is mutual TLS, each node presenting its certificate and checking
+	// its peer's against ca_file, as nats-server's routes do. Nil: the
+	// port speaks plain TCP.
+	TLS *TLSOptions
 }
 
 // LogValue keeps the secret out of any log line that prints the options.
@@ -176,6 +181,9 @@ var clusterFields = map[string]field[ClusterOptions]{
 		}
 	},
 	"routes": routesField,
+	"tls": blockField(clusterTLSFields, clusterTLSUnsupported,
+		func() *TLSOptions { return &TLSOptions{Timeout: DefaultTLSTimeout} },
+		func(c *ClusterOptions, t *TLSOptions) { c.TLS = t }),
 	"authorization": func(d *decoder, c *ClusterOptions, path string, v *conf.Value) {
 		var a routeAuth
 		blockField(clusterAuthFields, setOf("token", "users", "timeout"),
@@ -205,10 +213,32 @@ var clusterAuthFields = map[string]field[routeAuth]{
 // clusterUnsupported are the cluster block's nats-server keys Contrail
 // does not implement.
 var clusterUnsupported = setOf(
-	"tls", "advertise", "cluster_advertise", "no_advertise",
+	"advertise", "cluster_advertise", "no_advertise",
 	"connect_retries", "connect_backoff", "pool_size", "accounts", "compression",
 	"ping_interval", "ping_max", "pinned_accounts",
 )
+
+// clusterTLSUnsupported are the tls keys the cluster port does not take:
+// the client listener's unsupported ones, and those that only mean
+// something to clients (the port always verifies both ends).
+var clusterTLSUnsupported = func() map[string]bool {
+	s := setOf("verify_and_map", "handshake_first", "first", "immediate")
+	for k := range tlsUnsupported {
+		s[k] = true
+	}
+	return s
+}()
+
+// clusterTLSFields are the tls keys the cluster port takes.
+var clusterTLSFields = func() map[string]field[TLSOptions] {
+	f := map[string]field[TLSOptions]{}
+	for k, v := range tlsFields {
+		if !clusterTLSUnsupported[k] {
+			f[k] = v
+		}
+	}
+	return f
+}()
 
 func clusterField(d *decoder, o *Options, path string, v *conf.Value) {
 	blockField(clusterFields, clusterUnsupported,
@@ -249,7 +279,7 @@ func (c *ClusterOptions) validate(name string) []error {
 	if c == nil {
 		return nil
 	}
-	var errs []error
+	errs := c.TLS.validate("cluster.tls")
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.Name == "" || strings.ContainsAny(c.Name, " \t\r\n") {
 		add("cluster name: %q must be non-empty without white space", c.Name)

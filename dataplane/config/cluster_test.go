@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestClusterBlock(t *testing.T) {
@@ -62,6 +63,25 @@ cluster {
 	}
 }
 
+// TestClusterTLSBlock: nats-server's cluster tls block, and the one
+// configuration it builds for both ends of the port.
+func TestClusterTLSBlock(t *testing.T) {
+	o, err := Parse([]byte(`cluster { tls { cert_file: "c.pem", key_file: "k.pem", ca_file: "ca.pem", verify: true, timeout: 3 } }`), "test.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TLSOptions{CertFile: "c.pem", KeyFile: "k.pem", CAFile: "ca.pem", Verify: true, Timeout: 3 * time.Second}
+	if o.Cluster.TLS == nil || *o.Cluster.TLS != want {
+		t.Fatalf("cluster tls %+v, want %+v", o.Cluster.TLS, want)
+	}
+	if _, err := o.Cluster.TLSConfig(); err == nil || !strings.Contains(err.Error(), "cluster.tls") {
+		t.Fatalf("missing files: %v", err)
+	}
+	if cfg, err := (&ClusterOptions{}).TLSConfig(); cfg != nil || err != nil {
+		t.Fatalf("no tls block: %v, %v", cfg, err)
+	}
+}
+
 func TestClusterDefaults(t *testing.T) {
 	o, err := Parse([]byte("cluster { port: 6222 }"), "test.conf")
 	if err != nil {
@@ -83,6 +103,10 @@ func TestClusterBad(t *testing.T) {
 		{`cluster { authorization { usr: u, password: p } }`, `unknown key "cluster.authorization.usr"`},
 		{`cluster { routes: ["nats-route://h"] }`, `not host:port`},
 		{`cluster { pool_size: 3 }`, `"cluster.pool_size" is not supported`},
+		{`cluster { tls { cert_file: c, key_file: k, verify_and_map: true } }`, `"cluster.tls.verify_and_map" is not supported`},
+		{`cluster { tls { cert_file: c, key_file: k, cipher_suites: [] } }`, `"cluster.tls.cipher_suites" is not supported`},
+		{`cluster { tls { cert_file: c } }`, `cluster.tls: cert_file is set but key_file is not`},
+		{`cluster { tls { cert_file: c, key_file: k, timeout: -1 } }`, `cluster.tls.timeout`},
 		{`cluster { name: "a b" }`, `cluster name`},
 		{`server_name: n9
 cluster { routes: ["n1=nats-route://h:1", "n2=nats-route://h:2"] }`, `this node "n9" is not among them`},

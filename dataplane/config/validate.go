@@ -44,7 +44,7 @@ func (o *Options) Validate() error {
 	if strings.ContainsAny(o.ServerName, " \t\r\n") {
 		add("server_name: %q cannot contain white space", o.ServerName)
 	}
-	errs = append(errs, o.TLS.validate()...)
+	errs = append(errs, o.TLS.validate("tls")...)
 	errs = append(errs, o.JetStream.validate()...)
 	errs = append(errs, o.Cluster.validate(o.ServerName)...)
 	return errors.Join(errs...)
@@ -57,24 +57,26 @@ func checkPort(add func(string, ...any), name string, port int) {
 	}
 }
 
-func (t *TLSOptions) validate() []error {
+// validate checks a tls block; path is where it is ("tls",
+// "cluster.tls").
+func (t *TLSOptions) validate(path string) []error {
 	if t == nil {
 		return nil
 	}
 	var errs []error
 	switch {
 	case t.CertFile == "" && t.KeyFile == "":
-		errs = append(errs, errors.New("tls: cert_file and key_file are required"))
+		errs = append(errs, fmt.Errorf("%s: cert_file and key_file are required", path))
 	case t.KeyFile == "":
-		errs = append(errs, errors.New("tls: cert_file is set but key_file is not"))
+		errs = append(errs, fmt.Errorf("%s: cert_file is set but key_file is not", path))
 	case t.CertFile == "":
-		errs = append(errs, errors.New("tls: key_file is set but cert_file is not"))
+		errs = append(errs, fmt.Errorf("%s: key_file is set but cert_file is not", path))
 	}
 	if t.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("tls.timeout: %v cannot be negative", t.Timeout))
+		errs = append(errs, fmt.Errorf("%s.timeout: %v cannot be negative", path, t.Timeout))
 	}
 	if t.HandshakeFirstFallback < 0 {
-		errs = append(errs, fmt.Errorf("tls.handshake_first: fallback %v cannot be negative", t.HandshakeFirstFallback))
+		errs = append(errs, fmt.Errorf("%s.handshake_first: fallback %v cannot be negative", path, t.HandshakeFirstFallback))
 	}
 	return errs
 }

@@ -32,7 +32,7 @@ func startMesh(t *testing.T, n int) []*Server {
 			o.ServerName = peers[i].ID
 			o.Cluster = &config.ClusterOptions{Name: "test", Host: "127.0.0.1", Peers: peers}
 		})
-		m := mux.New(lns[i], s.log, testSecret)
+		m := mux.New(lns[i], s.log, testSecret, nil)
 		t.Cleanup(func() { m.Close() })
 		if err := s.StartCluster(m); err != nil {
 			t.Fatal(err)
@@ -160,7 +160,7 @@ func TestClusterNameMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := mux.New(ln, other.log, testSecret)
+	m := mux.New(ln, other.log, testSecret, nil)
 	defer m.Close()
 	if err := other.StartCluster(m); err != nil {
 		t.Fatal(err)

@@ -8,9 +8,15 @@
 // With a cluster secret, both ends prove after the preface that they
 // hold it (see handshake.go) before anything else is read or written:
 // the port then admits only the cluster's own nodes.
+//
+// With TLS, every connection is mutual TLS before its first byte: the
+// preface, the handshake and everything after travel encrypted, and a
+// peer without a certificate the configuration trusts never gets as far
+// as the preface.
 package mux
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -37,6 +43,16 @@ const KindControl Kind = 'C' // KindControl carries a node's questions to its pe
 // node, and a silent connection must not hold an accept slot.
 const prefaceTimeout = 5 * time.Second
 
+// TLS is the cluster port's TLS.
+type TLS struct {
+	// Config serves both ends: accepting, and (cloned, with the dialed
+	// host as ServerName) dialing.
+	Config *tls.Config
+	// Timeout bounds an accepted connection's handshake; 0 leaves it to
+	// the preface timeout.
+	Timeout time.Duration
+}
+
 // ErrClosed is what Accept returns once the mux or the channel is closed.
 var ErrClosed = errors.New("mux: closed")
 
@@ -51,6 +67,7 @@ type Mux struct {
 	ln     net.Listener
 	log    *slog.Logger
 	secret []byte    // empty: the port is open to whoever reaches it
+	tls    *TLS      // nil: plain TCP
 	warn   warnLimit // refused handshakes, logged a few at a time
 	mu     struct {
 		sync.Mutex
@@ -63,8 +80,12 @@ type Mux struct {
 // New starts sorting the connections ln accepts. Connections for a
 // channel nobody listens on are closed. With a non-empty secret, only
 // connections that prove they hold it are sorted, and Dial proves it.
-func New(ln net.Listener, log *slog.Logger, secret []byte) *Mux {
-	m := &Mux{ln: ln, log: log, secret: secret, done: make(chan struct{})}
+// With t, accepted connections must complete a TLS handshake that
+// satisfies t.Config (its ClientAuth decides whether the peer needs a
+// certificate) and Dial speaks TLS with it, checking the peer's
+// certificate for the dialed host.
+func New(ln net.Listener, log *slog.Logger, secret []byte, t *TLS) *Mux {
+	m := &Mux{ln: ln, log: log, secret: secret, tls: t, done: make(chan struct{})}
 	m.mu.chans = map[channel]*Listener{}
 	go m.acceptLoop()
 	return m
@@ -128,6 +149,20 @@ func (m *Mux) acceptLoop() {
 func (m *Mux) sort(c net.Conn) {
 	var p [3]byte
 	_ = c.SetDeadline(time.Now().Add(prefaceTimeout))
+	if m.tls != nil {
+		if m.tls.Timeout > 0 {
+			_ = c.SetDeadline(time.Now().Add(m.tls.Timeout))
+		}
+		tc := tls.Server(c, m.tls.Config)
+		if err := tc.Handshake(); err != nil {
+			m.warn.log(m.log, "cluster port: refused a connection that failed the TLS handshake",
+				"remote", c.RemoteAddr().String(), "err", err)
+			c.Close()
+			return
+		}
+		c = tc
+		_ = c.SetDeadline(time.Now().Add(prefaceTimeout))
+	}
 	if _, err := io.ReadFull(c, p[:]); err != nil {
 		c.Close()
 		return
@@ -201,6 +236,18 @@ func (m *Mux) Dial(addr string, kind Kind, id uint16, timeout time.Duration) (ne
 	p := [3]byte{byte(kind)}
 	binary.BigEndian.PutUint16(p[1:], id)
 	_ = c.SetDeadline(time.Now().Add(timeout))
+	if m.tls != nil {
+		cfg := m.tls.Config.Clone()
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			cfg.ServerName = host
+		}
+		tc := tls.Client(c, cfg)
+		if err := tc.Handshake(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("cluster port %s: TLS: %w", addr, err)
+		}
+		c = tc
+	}
 	if len(m.secret) > 0 {
 		err = dialHandshake(c, m.secret, p)
 	} else {

@@ -15,7 +15,7 @@ func TestMuxSortsByPreface(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := New(ln, slog.New(slog.DiscardHandler), nil)
+	m := New(ln, slog.New(slog.DiscardHandler), nil, nil)
 	defer m.Close()
 	routes, err := m.Listen(KindRoute, 0)
 	if err != nil {
@@ -76,7 +76,7 @@ func newSecretMux(t *testing.T, secret string) (*Mux, *Listener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := New(ln, slog.New(slog.DiscardHandler), []byte(secret))
+	m := New(ln, slog.New(slog.DiscardHandler), []byte(secret), nil)
 	t.Cleanup(func() { m.Close() })
 	l, err := m.Listen(KindRaft, 1)
 	if err != nil {
