@@ -52,16 +52,8 @@ type counterSources map[string]map[string]string
 // running total (roll-ups and every Nats-Expected-* check). incr is nil
 // when the header is absent.
 func checkIncr(cfg *api.StreamConfig, hdr, data []byte) (incr *big.Int, err error) {
-	v := headerValue(hdr, api.HeaderIncr)
-	if len(v) == 0 {
-		return nil, nil
-	}
-	if len(v) > maxIncrLen {
-		return nil, api.NewCounterIncrementInvalidError()
-	}
-	incr, ok := new(big.Int).SetString(string(v), 10)
-	if !ok {
-		return nil, api.NewCounterIncrementInvalidError()
+	if incr, err = parseIncr(hdr); incr == nil || err != nil {
+		return incr, err
 	}
 	switch {
 	case !cfg.AllowMsgCounter:
@@ -78,11 +70,11 @@ func checkIncr(cfg *api.StreamConfig, hdr, data []byte) (incr *big.Int, err erro
 	return incr, nil
 }
 
-// sourcedIncr reads the Nats-Incr of a message sourced into a counter
-// stream: its origin's checks already ran, so only the value itself is
-// checked. A sourced message without one is refused as missing by the
-// caller, as nats-server refuses it.
-func sourcedIncr(hdr []byte) (*big.Int, error) {
+// parseIncr reads a Nats-Incr value, nil if there is none. It is all a
+// message sourced into a counter stream is checked for: its origin ran
+// the rest, and one without a value is refused as missing by the caller,
+// as nats-server refuses it.
+func parseIncr(hdr []byte) (*big.Int, error) {
 	v := headerValue(hdr, api.HeaderIncr)
 	if len(v) == 0 {
 		return nil, nil

@@ -170,7 +170,7 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 		}
 		if cfg.AllowMsgCounter {
 			var err error
-			if incr, err = sourcedIncr(p.hdr); err != nil {
+			if incr, err = parseIncr(p.hdr); err != nil {
 				return result{err: err}
 			}
 		}
