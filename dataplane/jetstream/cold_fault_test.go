@@ -607,3 +607,59 @@ func TestColdTierFollowersShrink(t *testing.T) {
 		t.Logf("%s (leader %v): %d compactions, store %d bytes", nd.name, nd == lead, nd.e.tiering.compactions.Load(), nd.st.DiskUsage())
 	}
 }
+
+// TestColdTierOrphansOfAnotherMember: the leader of a partition removes
+// orphaned objects of its replicated streams whichever member made them
+// (a former leader that may never come back), and leaves a non-member's
+// alone. (Another member's objects of R1 streams are that member's to
+// judge: TestColdTierOrphanScan.)
+func TestColdTierOrphansOfAnotherMember(t *testing.T) {
+	dir, err := tier.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := newFakeAccount("A")
+	next := 0
+	nodes := startTestClusterOn(t, []vfs.FS{vfs.NewMem(), vfs.NewMem(), vfs.NewMem()}, 2, acc, func(o *Options, _ *raft.Config) {
+		if o == nil {
+			return
+		}
+		next++
+		withTier(dir, 64<<10, 1<<30)(o)
+		o.Tier.Node = fmt.Sprintf("n%d", next) // as the server name names a real node's
+		o.Tier.OrphanInterval, o.Tier.OrphanAge, o.Tier.OrphanPage = 20*time.Millisecond, 300*time.Millisecond, 10
+	})
+	waitClusterReady(t, nodes)
+	var resp api.StreamCreateResponse
+	acc.apiCall(t, "$JS.API.STREAM.CREATE.R", api.StreamConfig{Name: "R", Subjects: []string{"r"}, Replicas: 3, Storage: api.FileStorage}, &resp)
+	if resp.Error != nil {
+		t.Fatal(resp.Error)
+	}
+	asg := waitAssigned(t, nodes, "A", "R")
+	lead := leaderOf(nodes, asg.group())
+	if lead == nil {
+		t.Fatal("no partition leader")
+	}
+	other := "n1"
+	if lead.name == other {
+		other = "n2"
+	}
+	ctx := context.Background()
+	put := func(key string) string {
+		t.Helper()
+		if err := dir.Put(ctx, key, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		return key
+	}
+	formerLeaders := put(tier.SegmentKey(other, asg.ID, 1, 1, 10, "0123456789abcdef"))
+	outsiders := put(tier.SegmentKey("zz", asg.ID, 1, 1, 10, "0123456789abcdef"))
+	waitForCond(t, "the former leader's orphan removed", func() bool {
+		return !slices.Contains(listObjects(t, dir), formerLeaders)
+	})
+	passes := lead.e.tiering.orphanPasses.Load()
+	waitForCond(t, "two more full scans", func() bool { return lead.e.tiering.orphanPasses.Load() >= passes+2 })
+	if keys := listObjects(t, dir); !slices.Contains(keys, outsiders) {
+		t.Fatalf("a non-member's object removed; left %v", keys)
+	}
+}

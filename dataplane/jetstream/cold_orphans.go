@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/contrail/contrail/dataplane/store"
@@ -17,11 +18,15 @@ import (
 //
 // Invariants, so several nodes (and several clusters) can share a bucket
 // and an upload in flight is never touched:
-//   - a node judges only keys it made (tier.ParseSegmentKey names the
-//     node), never another node's or a key of any other shape;
-//   - an R1 stream's objects are judged against this node's own records;
-//     a replicated stream's only while this node leads its partition, so
-//     the records it reads are the partition's committed state;
+//   - a node judges only keys of its own cluster (tier.ParseSegmentKey
+//     names the node that made them), never a key of any other shape;
+//   - an R1 stream's objects are judged against this node's own records,
+//     and only those it made;
+//   - a replicated stream's objects, whichever member made them (a
+//     former leader, perhaps gone for good), only while this node leads
+//     the stream's partition, so the records it reads are the
+//     partition's committed state: a member uploads only after its
+//     intent committed there, so whatever it put is named in it;
 //   - an object is removed only if it is older than OrphanAge, no upload
 //     of this node is putting it, and no pending record (intent or
 //     garbage) nor manifest entry names it. Pending records are read
@@ -67,10 +72,14 @@ func (t *tiering) scanOrphans(after string) (string, error) {
 	byGroup := map[uint16][]string{}
 	for _, o := range objs {
 		node, stream, _, ok := tier.ParseSegmentKey(o.Key)
-		if !ok || node != t.opts.Node || now.Sub(o.Modified) < t.opts.OrphanAge {
+		if !ok || now.Sub(o.Modified) < t.opts.OrphanAge {
 			continue
 		}
-		byGroup[groupOf(stream)] = append(byGroup[groupOf(stream)], o.Key)
+		g := groupOf(stream)
+		if node != t.opts.Node && (g == 0 || !t.member(node)) {
+			continue
+		}
+		byGroup[g] = append(byGroup[g], o.Key)
 	}
 	for g, keys := range byGroup {
 		if !t.judges(g) {
@@ -97,6 +106,11 @@ func (t *tiering) scanOrphans(after string) (string, error) {
 		}
 	}
 	return next, nil
+}
+
+// member reports whether node is one of this cluster's members.
+func (t *tiering) member(node string) bool {
+	return t.e.cl != nil && t.e.cl.r != nil && slices.Contains(t.e.cl.r.Peers(), node)
 }
 
 // judges reports whether this node may decide about objects of the
