@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +38,28 @@ const (
 	// sourceTimeout how long a create may take to be answered.
 	sourceRetry   = 2 * time.Second
 	sourceTimeout = 5 * time.Second
+	// sourceRetryMax bounds the wait after failed creates: an origin
+	// that stays missing costs one create per source every 2 minutes,
+	// nats-server's bound, however many sources name it.
+	sourceRetryMax = 2 * time.Minute
 )
+
+// sourceBackoff is the least time before the next consumer create after
+// fails creates in a row failed: sourceRetry for the first two (a
+// leader change on the origin heals within them), then doubling up to
+// sourceRetryMax, with up to a tenth more at random so that many sources
+// of one missing origin spread out.
+func sourceBackoff(fails int) time.Duration {
+	d := sourceRetry
+	for i := 2; i < fails && d < sourceRetryMax; i++ {
+		d *= 2
+	}
+	d = min(d, sourceRetryMax)
+	if fails > 2 {
+		d += rand.N(d/10 + 1)
+	}
+	return d
+}
 
 // sourceProgress is the last origin sequence a stream took from one
 // source, and the identity of that origin (a hash of its creation time,
@@ -201,8 +223,9 @@ func newSourcer(s *stream, a *jsAccount, src *api.StreamSource, mirror bool) *so
 func (sr *sourcer) run() {
 	defer sr.done.Done()
 	var lastTry time.Time
+	fails := 0
 	for {
-		if wait := sourceRetry - time.Since(lastTry); !lastTry.IsZero() && wait > 0 {
+		if wait := sourceBackoff(fails) - time.Since(lastTry); !lastTry.IsZero() && wait > 0 {
 			select {
 			case <-sr.stopCh:
 				return
@@ -212,6 +235,7 @@ func (sr *sourcer) run() {
 		lastTry = time.Now()
 		unsub, cname := sr.connect()
 		if unsub == nil {
+			fails++
 			select {
 			case <-sr.stopCh:
 				return
@@ -219,6 +243,7 @@ func (sr *sourcer) run() {
 				continue
 			}
 		}
+		fails = 0
 		sr.watch()
 		unsub()
 		sr.deleteConsumer(cname)

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/contrail/contrail/dataplane/jetstream/api"
@@ -89,6 +90,28 @@ func TestParseAckReply(t *testing.T) {
 	for _, bad := range []string{"", "$JS.ACK.O.c.1.x.7.1.3", "foo.bar", "$JS.ACK.O.c.1.2"} {
 		if _, _, _, _, _, ok := parseAckReply(bad); ok {
 			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// TestSourceBackoff: failed consumer creates are retried every 2 s at
+// first, then ever more slowly up to 2 minutes (with up to a tenth more,
+// at random).
+func TestSourceBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		fails int
+		base  time.Duration
+	}{{0, 2 * time.Second}, {1, 2 * time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second},
+		{4, 8 * time.Second}, {7, 64 * time.Second}, {8, 2 * time.Minute}, {1000, 2 * time.Minute}} {
+		for range 20 {
+			got := sourceBackoff(tc.fails)
+			hi := tc.base
+			if tc.fails > 2 {
+				hi += tc.base / 10
+			}
+			if got < tc.base || got > hi {
+				t.Fatalf("sourceBackoff(%d) = %v, want %v..%v", tc.fails, got, tc.base, hi)
+			}
 		}
 	}
 }
