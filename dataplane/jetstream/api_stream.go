@@ -72,25 +72,8 @@ func (a *jsAccount) streamConfigFromRequest(req apiRequest, name string, create 
 	if _, err := compileTransforms(norm); err != nil {
 		return nil, err
 	}
-	if usesDurableSourcing(norm) {
-		return nil, api.NewStreamInvalidConfigError(errors.New("sourcing through a durable consumer is not supported"))
-	}
 	norm.StampRequiredLevel()
 	return norm, nil
-}
-
-// usesDurableSourcing reports a mirror or source naming a durable consumer
-// (API level 4, which needs the flow-control ack policy Contrail lacks).
-func usesDurableSourcing(c *api.StreamConfig) bool {
-	if c.Mirror != nil && c.Mirror.Consumer != nil {
-		return true
-	}
-	for _, s := range c.Sources {
-		if s.Consumer != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // streamTierLimits returns the limits of the tier a stream of replicas

@@ -426,9 +426,15 @@ func (c *consumer) restoreState(b []byte) error {
 }
 
 // ackWaitLocked is how long a delivery may stay unacknowledged: the
-// backoff step for its delivery count, else ack_wait.
+// backoff step for its delivery count, else ack_wait. A flow_control
+// consumer never redelivers (nats-server keeps no ack timer for it: the
+// next flow control reply or a reset settles what is outstanding), so its
+// wait is longer than any clock will run.
 func (c *consumer) ackWaitLocked(dc uint64) time.Duration {
 	cfg := c.mu.cfg
+	if cfg.AckPolicy == api.AckFlowControl {
+		return noRedelivery
+	}
 	if n := len(cfg.BackOff); n > 0 {
 		i := int(dc) - 1
 		if i < 0 {
@@ -441,6 +447,10 @@ func (c *consumer) ackWaitLocked(dc uint64) time.Duration {
 	}
 	return 30 * time.Second
 }
+
+// noRedelivery is the ack wait of a consumer that never redelivers: about
+// 146 years, so a delivery time plus it still fits int64 nanoseconds.
+const noRedelivery = time.Duration(1 << 62)
 
 // ackSubject is the reply subject a delivery carries (v1 form).
 func (c *consumer) ackSubject(dc, sseq, cseq uint64, ts int64, pending uint64) string {

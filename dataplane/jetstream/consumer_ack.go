@@ -29,6 +29,11 @@ func (c *consumer) onAck(subj, reply, _, msg []byte) {
 	if err != nil {
 		return
 	}
+	if c.config().AckPolicy == api.AckFlowControl {
+		// Its deliveries are acknowledged by flow control replies only:
+		// nats-server does not even listen on its ack subjects.
+		return
+	}
 	body := bytes.TrimSpace(msg)
 	verb, arg, _ := bytes.Cut(body, []byte(" "))
 	var removable []uint64
@@ -88,11 +93,16 @@ func (c *consumer) onAck(subj, reply, _, msg []byte) {
 func (c *consumer) ack(sseq uint64) []uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.ackLocked(sseq)
+}
+
+func (c *consumer) ackLocked(sseq uint64) []uint64 {
 	var done []uint64
 	switch c.mu.cfg.AckPolicy {
 	case api.AckNone:
 		return nil
-	case api.AckAll:
+	case api.AckAll, api.AckFlowControl:
+		// flow_control acknowledges like all, from flow control replies.
 		for len(c.mu.order) > 0 && c.mu.order[0] <= sseq {
 			seq := c.mu.order[0]
 			c.delPendingLocked(seq)
@@ -196,13 +206,44 @@ func (c *consumer) term(sseq uint64) []uint64 {
 }
 
 // onFlowControl handles a push client's answer to a flow control request.
-func (c *consumer) onFlowControl(subj, _, _, _ []byte) {
+// Only the answer to the latest request counts, as on nats-server. For
+// ack_policy flow_control the answer is also the acknowledgement: its
+// Nats-Last-Consumer / Nats-Last-Stream headers name the last delivery the
+// client has taken (a sourcing stream: stored), and everything up to it is
+// acknowledged as by an ack_policy all ack (fcAckLocked).
+func (c *consumer) onFlowControl(subj, _, hdr, _ []byte) {
 	c.mu.Lock()
-	if string(subj) == c.mu.fcPending {
-		c.mu.fcPending = ""
+	if string(subj) != c.mu.fcPending {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.fcPending = ""
+	var removable []uint64
+	if c.mu.cfg.AckPolicy == api.AckFlowControl {
+		removable = c.fcAckLocked(hdr)
 	}
 	c.mu.Unlock()
+	if len(removable) > 0 {
+		c.s.acked(c.a, removable, nil)
+	}
 	c.wake()
+}
+
+// fcAckLocked applies the acknowledgement a flow control reply carries.
+// A reply without Nats-Last-Stream (a client that only answers, as
+// nats.go does) acknowledges nothing; one whose delivery or stream
+// sequence is not above the ack floor is old news (nats-server's rule,
+// which also makes a Nats-Last-Consumer of 0 a no-op).
+func (c *consumer) fcAckLocked(hdr []byte) []uint64 {
+	lsseq, err := strconv.ParseUint(string(headerValue(hdr, api.HeaderLastStream)), 10, 64)
+	if err != nil || lsseq == 0 {
+		return nil
+	}
+	ldseq, _ := strconv.ParseUint(string(headerValue(hdr, api.HeaderLastConsumer)), 10, 64)
+	if ldseq <= c.mu.ackC || lsseq <= c.mu.ackS {
+		return nil
+	}
+	return c.ackLocked(lsseq)
 }
 
 // pull queues a pull request (CONSUMER.MSG.NEXT, or +NXT).

@@ -336,13 +336,23 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) (at time.Time, mo
 			}
 		} else if cfg.FlowControl {
 			c.mu.fcBytes += size
-			if c.mu.fcBytes >= fcThreshold {
-				c.mu.fcBytes = 0
-				c.mu.fcPending = c.fcPrefix + strconv.FormatUint(c.mu.dseq, 10)
-				*out = append(*out, outMsg{to: cfg.DeliverSubject, reply: c.mu.fcPending, hdr: hdrFlowControl})
+			// A flow_control consumer also asks once it reaches
+			// max_ack_pending: only the answer can acknowledge, so
+			// without it delivery would stop for good.
+			fcAtMax := cfg.AckPolicy == api.AckFlowControl && cfg.MaxAckPending > 0 && len(c.mu.pending) >= cfg.MaxAckPending
+			if c.mu.fcBytes >= fcThreshold || fcAtMax {
+				c.requestFlowControlLocked(out)
 			}
 		}
 	}
+}
+
+// requestFlowControlLocked sends a flow control request to the deliver
+// subject; delivery waits for its answer.
+func (c *consumer) requestFlowControlLocked(out *[]outMsg) {
+	c.mu.fcBytes = 0
+	c.mu.fcPending = c.fcPrefix + strconv.FormatUint(c.mu.dseq, 10)
+	*out = append(*out, outMsg{to: c.mu.cfg.DeliverSubject, reply: c.mu.fcPending, hdr: hdrFlowControl})
 }
 
 // peekLocked finds the next message to deliver without taking it:
@@ -617,6 +627,12 @@ func (c *consumer) heartbeatsLocked(now time.Time, out *[]outMsg, consider func(
 		if now.Sub(last) >= hb && c.a.acc.HasInterest(cfg.DeliverSubject) {
 			*out = append(*out, outMsg{to: cfg.DeliverSubject, reply: c.mu.fcPending, hdr: hbHdr()})
 			c.mu.lastHB, last = now, now
+			if cfg.AckPolicy == api.AckFlowControl && len(c.mu.pending) > 0 && c.mu.fcPending == "" {
+				// Idle with deliveries unacknowledged: ask, so the
+				// answer acknowledges them (nats-server does the same
+				// at each heartbeat).
+				c.requestFlowControlLocked(out)
+			}
 		}
 		consider(last.Add(hb))
 	}

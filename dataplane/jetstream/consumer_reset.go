@@ -68,7 +68,14 @@ func (a *jsAccount) consumerReset(req apiRequest, rest string) any {
 		}
 	}
 	c.wake()
-	return &api.ConsumerResetResponse{Response: api.Response{Type: typ}, ConsumerInfo: c.info(), ResetSeq: seq}
+	resp := &api.ConsumerResetResponse{Response: api.Response{Type: typ}, ConsumerInfo: c.info(), ResetSeq: seq}
+	if hasHeader(req.hdr, api.HeaderStreamIdentity) {
+		// A source reading through this consumer asks for the stream's
+		// identity (its own is only a hint): the answer carries it, as
+		// a create's does, so the source knows which origin it reads.
+		return withHeader{resp: resp, hdr: appendHeaderBlock(nil, "", api.HeaderStreamIdentity, api.StreamIdentity(c.s.created))}
+	}
+	return resp
 }
 
 // reset moves the consumer to start at seq (0: just above its ack

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -98,6 +99,7 @@ type sourcer struct {
 		cname string // the consumer being read, "" while none
 		ident string // the origin's identity, for sources
 		dseq  uint64 // its last delivery sequence taken
+		sseq  uint64 // the origin sequence of that delivery
 		lag   uint64
 		last  int64 // unix nanos of the last word from the origin, 0 if none
 		err   *api.Error
@@ -368,6 +370,9 @@ func (sr *sourcer) startPoint(cc *api.ConsumerConfig, reset bool) string {
 // connect creates a consumer on the origin and subscribes its deliveries;
 // nil if that failed (the error is kept for stream info).
 func (sr *sourcer) connect() (func(), string) {
+	if sr.cfg.Consumer != nil {
+		return sr.connectDurable()
+	}
 	kind := "S"
 	if sr.mirror {
 		kind = "M"
@@ -405,7 +410,7 @@ func (sr *sourcer) connect() (func(), string) {
 		c := cc
 		want := sr.startPoint(&c, reset)
 		sr.mu.Lock()
-		sr.mu.cname, sr.mu.dseq, sr.mu.ready, sr.mu.early = cname, 0, false, nil
+		sr.mu.cname, sr.mu.dseq, sr.mu.sseq, sr.mu.ready, sr.mu.early = cname, 0, 0, false, nil
 		sr.mu.Unlock()
 		var hdr []byte
 		if want != "" && !sr.mirror {
@@ -445,6 +450,88 @@ func (sr *sourcer) connect() (func(), string) {
 		sr.drainEarly()
 		return unsub, cname
 	}
+}
+
+// connectDurable reads through the durable consumer the configuration
+// names (mirror.consumer / sources[].consumer), as nats-server does: the
+// consumer is the user's, made on the origin beforehand with ack_policy
+// flow_control; the sourcer only resets it, so it delivers again from
+// just above its ack floor, and subscribes its deliver subject. The ack
+// floor only moves when a flow control answer reports what is stored
+// (answerFC), so it is never above the stored progress: after a restart
+// nothing is missed, and what the reset delivers again up to the progress
+// is dropped by the apply step, as after any reconnect. The consumer is
+// never deleted here (the returned name is empty).
+//
+// The deliver subject is subscribed only once the reset is answered, so
+// no delivery from before the reset (with the old delivery sequences)
+// reaches this connection.
+func (sr *sourcer) connectDurable() (func(), string) {
+	d := sr.cfg.Consumer
+	sr.mu.Lock()
+	sr.mu.cname, sr.mu.dseq, sr.mu.sseq, sr.mu.ready, sr.mu.early = d.Name, 0, 0, false, nil
+	sr.mu.Unlock()
+	sr.s.mu.Lock()
+	want := sr.s.mu.progress[sr.key].ident
+	sr.s.mu.Unlock()
+	var hdr []byte
+	if !sr.mirror {
+		hdr = appendHeaderBlock(nil, "", api.HeaderStreamIdentity, want)
+	}
+	rhdr, msg, err := sr.request(sr.apiSubject("CONSUMER.RESET."+sr.cfg.Name+"."+d.Name), hdr, nil)
+	var resp api.ConsumerResetResponse
+	if err == nil {
+		err = json.Unmarshal(msg, &resp)
+	}
+	switch {
+	case err != nil:
+		sr.setErr(sr.setupErr(fmt.Errorf("resetting durable consumer %q: %w", d.Name, err)))
+		return nil, ""
+	case resp.Error != nil:
+		sr.setErr(resp.Error)
+		return nil, ""
+	case resp.ConsumerInfo == nil || resp.Config == nil:
+		sr.setErr(sr.setupErr(fmt.Errorf("resetting durable consumer %q: invalid consumer reset response", d.Name)))
+		return nil, ""
+	case resp.Config.AckPolicy != api.AckFlowControl:
+		if sr.mirror {
+			sr.setErr(api.NewMirrorConsumerRequiresAckFlowControlError())
+		} else {
+			sr.setErr(api.NewSourceConsumerRequiresAckFlowControlError())
+		}
+		return nil, ""
+	}
+	unsub, err := sr.a.acc.SubscribeInternal(d.DeliverSubject, sr.onMsg)
+	if err != nil {
+		sr.setErr(sr.setupErr(fmt.Errorf("subscribing %q: %w", d.DeliverSubject, err)))
+		return nil, ""
+	}
+	sr.mu.Lock()
+	if !sr.mirror {
+		sr.mu.ident = string(headerValue(rhdr, api.HeaderStreamIdentity))
+	}
+	sr.mu.err = nil
+	sr.mu.last = time.Now().UnixNano()
+	sr.mu.Unlock()
+	sr.drainEarly()
+	return unsub, ""
+}
+
+// answerFC answers a flow control request with the last delivery taken
+// (Nats-Last-Consumer / Nats-Last-Stream), as nats-server's sources do;
+// it is called only once everything delivered before the request is
+// stored, so a flow_control consumer acknowledges exactly what is stored.
+// With nothing taken yet the answer is bare.
+func (sr *sourcer) answerFC(reply string) {
+	sr.mu.Lock()
+	dseq, sseq := sr.mu.dseq, sr.mu.sseq
+	sr.mu.Unlock()
+	var hdr []byte
+	if sseq > 0 {
+		hdr = appendHeaderBlock(nil, "", api.HeaderLastConsumer, strconv.FormatUint(dseq, 10),
+			api.HeaderLastStream, strconv.FormatUint(sseq, 10))
+	}
+	sr.a.acc.Publish(reply, "", hdr, nil)
 }
 
 // deleteConsumer removes a replaced consumer from the origin, best effort
@@ -517,7 +604,7 @@ func (sr *sourcer) handle(subj, reply, hdr, msg []byte) {
 		sr.kick()
 		return
 	}
-	sr.mu.dseq = dseq
+	sr.mu.dseq, sr.mu.sseq = dseq, sseq
 	ident := sr.mu.ident
 	sr.mu.lag = pending
 	sr.mu.last = time.Now().UnixNano()
@@ -565,7 +652,7 @@ func (sr *sourcer) applied(_ *proposal, r result) {
 	}
 	sr.mu.Unlock()
 	if fc != "" {
-		sr.a.acc.Publish(fc, "", nil, nil)
+		sr.answerFC(fc)
 	}
 	if failed {
 		sr.kick()
@@ -584,7 +671,7 @@ func (sr *sourcer) onStatus(reply, hdr []byte) {
 			return
 		}
 		sr.mu.Unlock()
-		sr.a.acc.Publish(string(reply), "", nil, nil)
+		sr.answerFC(string(reply))
 		return
 	}
 	gap := false
@@ -603,7 +690,7 @@ func (sr *sourcer) onStatus(reply, hdr []byte) {
 		sr.kick()
 	}
 	if stalled != "" {
-		sr.a.acc.Publish(stalled, "", nil, nil)
+		sr.answerFC(stalled)
 	}
 }
 

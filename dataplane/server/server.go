@@ -23,8 +23,11 @@ import (
 // Version is the nats-server version announced in INFO. Clients switch
 // behaviour on it, so it names the release whose client-visible features
 // Contrail implements: 2.12 brought counters, atomic batch publish and
-// message schedules (API level 2). 2.14's fast batches are here too, but
-// not its flow-control ack policy, so 2.14 (level 4) is not announced.
+// message schedules (API level 2). 2.14's fast batches, flow-control ack
+// policy, consumer reset and sourcing through a durable consumer are here
+// too, but not the way its mirrors and sources read an interest or
+// work-queue origin (through a durable flow_control consumer the origin
+// makes of their own), so 2.14 (level 4) is not announced.
 const Version = "2.12.0"
 
 // ErrServerClosed is returned by Start after Shutdown.
