@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -305,26 +303,7 @@ func TestJSDurableSourcingResume(t *testing.T) {
 		Consumer: &jetstream.StreamConsumerSource{Name: "MC", DeliverSubject: "dsrc.mc"}}})
 	createStream(t, js, jetstream.StreamConfig{Name: "S", Sources: []*jetstream.StreamSource{{Name: "ORIGIN",
 		Consumer: &jetstream.StreamConsumerSource{Name: "SC", DeliverSubject: "dsrc.sc"}}}})
-	publishRange(t, js, "o", 1, 3000)
-	tg.nc.Close()
-	n = restartNode(t, n, o, syscall.SIGKILL)
-	tg = jsConnect(t, "contrail", n.URL)
-	js = tg.js
-	waitFor(t, 20*time.Second, "origin back", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, err := js.Stream(ctx, "ORIGIN")
-		return err == nil
-	})
-	publishRange(t, js, "o", 3001, 4000)
-	checkMirrorExact(t, js, "M", 4000)
-	checkSourceExact(t, js, "S", 4000)
-	tg.nc.Close()
-	n = restartNode(t, n, o, syscall.SIGTERM)
-	tg = jsConnect(t, "contrail", n.URL)
-	publishRange(t, tg.js, "o", 4001, 4010)
-	checkMirrorExact(t, tg.js, "M", 4010)
-	checkSourceExact(t, tg.js, "S", 4010)
+	tg = killWhileBehind(t, n, o, tg)
 	for _, c := range []string{"MC", "SC"} {
 		waitFor(t, ioTimeout, c+" acknowledged through 4010", func() bool {
 			var ci struct {

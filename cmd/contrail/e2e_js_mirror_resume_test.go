@@ -111,13 +111,21 @@ func TestJSMirrorResumeAfterKill(t *testing.T) {
 	createStream(t, js, jetstream.StreamConfig{Name: "ORIGIN", Subjects: []string{"o"}})
 	createStream(t, js, jetstream.StreamConfig{Name: "M", Mirror: &jetstream.StreamSource{Name: "ORIGIN"}})
 	createStream(t, js, jetstream.StreamConfig{Name: "S", Sources: []*jetstream.StreamSource{{Name: "ORIGIN"}}})
-	// A burst the mirror and the source are still taking when the node
-	// is killed.
-	publishRange(t, js, "o", 1, 3000)
+	killWhileBehind(t, n, o, tg)
+}
+
+// killWhileBehind publishes a burst to stream ORIGIN (subject o) that the
+// mirror M and the source S are still taking when the node is killed,
+// then more after the restart, then restarts it cleanly and publishes a
+// few more: M and S end with messages 1..4010 exactly once. It returns
+// the connection to the last node.
+func killWhileBehind(t *testing.T, n *node, o nodeOpts, tg *jsTarget) *jsTarget {
+	t.Helper()
+	publishRange(t, tg.js, "o", 1, 3000)
 	tg.nc.Close()
 	n = restartNode(t, n, o, syscall.SIGKILL)
 	tg = jsConnect(t, "contrail", n.URL)
-	js = tg.js
+	js := tg.js
 	waitFor(t, 20*time.Second, "origin back", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -134,6 +142,7 @@ func TestJSMirrorResumeAfterKill(t *testing.T) {
 	publishRange(t, tg.js, "o", 4001, 4010)
 	checkMirrorExact(t, tg.js, "M", 4010)
 	checkSourceExact(t, tg.js, "S", 4010)
+	return tg
 }
 
 // publishWithRetry publishes data from..to with message ids, retrying

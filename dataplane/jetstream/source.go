@@ -440,14 +440,7 @@ func (sr *sourcer) connect() (func(), string) {
 			sr.setErr(resp.Error)
 			return nil, ""
 		}
-		sr.mu.Lock()
-		if !sr.mirror {
-			sr.mu.ident = string(headerValue(rhdr, api.HeaderStreamIdentity))
-		}
-		sr.mu.err = nil
-		sr.mu.last = time.Now().UnixNano()
-		sr.mu.Unlock()
-		sr.drainEarly()
+		sr.connected(rhdr)
 		return unsub, cname
 	}
 }
@@ -506,6 +499,14 @@ func (sr *sourcer) connectDurable() (func(), string) {
 		sr.setErr(sr.setupErr(fmt.Errorf("subscribing %q: %w", d.DeliverSubject, err)))
 		return nil, ""
 	}
+	sr.connected(rhdr)
+	return unsub, ""
+}
+
+// connected records a consumer set up: the origin's identity from the
+// answer's headers (sources track it), no error, heard from now; then
+// it takes the deliveries that came before the answer.
+func (sr *sourcer) connected(rhdr []byte) {
 	sr.mu.Lock()
 	if !sr.mirror {
 		sr.mu.ident = string(headerValue(rhdr, api.HeaderStreamIdentity))
@@ -514,7 +515,6 @@ func (sr *sourcer) connectDurable() (func(), string) {
 	sr.mu.last = time.Now().UnixNano()
 	sr.mu.Unlock()
 	sr.drainEarly()
-	return unsub, ""
 }
 
 // answerFC answers a flow control request with the last delivery taken
