@@ -140,10 +140,13 @@ func fcAckScenario(t *testing.T, tg *jsTarget) []string {
 		}
 		lines, req := fcDeliveries(t, tg, sub)
 		out = append(out, lines...)
-		// An ack on a delivery's reply acknowledges nothing.
+		// An ack on a delivery's reply acknowledges nothing, and as a
+		// request (a double ack) finds nobody listening.
 		if err := tg.nc.Publish(fmt.Sprintf("$JS.ACK.%s.C.1.1.1.0.4", name), []byte("+ACK")); err != nil {
 			t.Fatal(err)
 		}
+		_, err = tg.nc.Request(fmt.Sprintf("$JS.ACK.%s.C.1.2.2.0.3", name), []byte("+ACK"), ioTimeout)
+		out = append(out, fmt.Sprintf("%s double ack: %v", name, err))
 		out = append(out, name+" at max: "+waitFCState(t, tg, name, "C",
 			"delivered=3/3 ack_floor=0/0 ack_pending=3 redelivered=0 pending=2 stream msgs=5 first=1"))
 		fcReply(t, tg, req, 2, 2)

@@ -256,12 +256,20 @@ func (c *consumer) update(cfg *api.ConsumerConfig) {
 }
 
 // startConsumer registers c with its stream, subscribes its ack and flow
-// control subjects and starts its delivery loop.
+// control subjects and starts its delivery loop. A flow_control consumer
+// is acknowledged by flow control answers only: like nats-server it does
+// not listen on its ack subjects, so an ack sent as a request finds no
+// responder (its ack policy never changes, so neither does this).
 func (a *jsAccount) startConsumer(c *consumer) error {
-	for _, sub := range []struct {
+	type handler struct {
 		filter string
 		h      func(subject, reply, hdr, msg []byte)
-	}{{c.ackPrefix + ">", c.onAck}, {c.fcPrefix + "*", c.onFlowControl}} {
+	}
+	subs := []handler{{c.fcPrefix + "*", c.onFlowControl}}
+	if c.config().AckPolicy != api.AckFlowControl {
+		subs = append(subs, handler{c.ackPrefix + ">", c.onAck})
+	}
+	for _, sub := range subs {
 		unsub, err := a.acc.SubscribeInternal(sub.filter, sub.h)
 		if err != nil {
 			c.stopSubs()

@@ -29,11 +29,6 @@ func (c *consumer) onAck(subj, reply, _, msg []byte) {
 	if err != nil {
 		return
 	}
-	if c.config().AckPolicy == api.AckFlowControl {
-		// Its deliveries are acknowledged by flow control replies only:
-		// nats-server does not even listen on its ack subjects.
-		return
-	}
 	body := bytes.TrimSpace(msg)
 	verb, arg, _ := bytes.Cut(body, []byte(" "))
 	var removable []uint64
