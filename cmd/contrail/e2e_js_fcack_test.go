@@ -318,3 +318,47 @@ func TestJSDurableSourcingResume(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterDurableSourcing: an R3 mirror and an R3 source reading an R3
+// origin through durable flow_control consumers, while the mirror's
+// leader and then the origin's leader are killed, hold every origin
+// message exactly once, and the consumers' ack floors reach the end.
+func TestClusterDurableSourcing(t *testing.T) {
+	nodes := startCluster(t, 3, clusterOpts{})
+	waitMesh(t, nodes)
+	nc, js := clusterJS(t, clusterURLs(nodes))
+	tg := &jsTarget{name: "contrail cluster", nc: nc, js: js}
+	createR3(t, js, jetstream.StreamConfig{Name: "ORIGIN", Subjects: []string{"o"}, Replicas: 3})
+	fcConsumer(t, tg, "ORIGIN", "MC", "dsrc.mc", "flow_control")
+	fcConsumer(t, tg, "ORIGIN", "SC", "dsrc.sc", "flow_control")
+	createR3(t, js, jetstream.StreamConfig{Name: "M", Replicas: 3, Mirror: &jetstream.StreamSource{Name: "ORIGIN",
+		Consumer: &jetstream.StreamConsumerSource{Name: "MC", DeliverSubject: "dsrc.mc"}}})
+	createR3(t, js, jetstream.StreamConfig{Name: "S", Replicas: 3, Sources: []*jetstream.StreamSource{{Name: "ORIGIN",
+		Consumer: &jetstream.StreamConsumerSource{Name: "SC", DeliverSubject: "dsrc.sc"}}}})
+	publishWithRetry(t, nc, "o", 1, 300)
+	leader, _ := streamLeader(t, js, nodes, "M")
+	leader.kill(t)
+	publishWithRetry(t, nc, "o", 301, 600)
+	checkMirrorExact(t, js, "M", 600)
+	checkSourceExact(t, js, "S", 600)
+	leader.restart(t)
+	ol, _ := streamLeader(t, js, nodes, "ORIGIN")
+	ol.kill(t)
+	publishWithRetry(t, nc, "o", 601, 650)
+	checkMirrorExact(t, js, "M", 650)
+	checkSourceExact(t, js, "S", 650)
+	ol.restart(t)
+	for _, c := range []string{"MC", "SC"} {
+		waitFor(t, time.Minute, c+" acknowledged through 650", func() bool {
+			resp, err := nc.Request("$JS.API.CONSUMER.INFO.ORIGIN."+c, nil, 2*time.Second)
+			if err != nil {
+				return false
+			}
+			var ci struct {
+				AckFloor      fcSeqs `json:"ack_floor"`
+				NumAckPending int    `json:"num_ack_pending"`
+			}
+			return json.Unmarshal(resp.Data, &ci) == nil && ci.AckFloor.Stream == 650 && ci.NumAckPending == 0
+		})
+	}
+}
