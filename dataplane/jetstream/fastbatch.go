@@ -135,16 +135,8 @@ func (s *stream) captureFast(a *jsAccount, subject, reply, hdr, msg []byte) <-ch
 		s.refuseBusy(a, subject, reply)
 		return nil
 	}
-	buf := make([]byte, 0, size)
-	buf = append(append(append(append(buf, subject...), reply...), hdr...), msg...)
-	n := len(subject)
-	p := &proposal{s: s, kind: propFastBatch, acct: a, held: int64(size), fast: &fm,
-		subject: string(buf[:n]), reply: string(buf[n : n+len(reply)])}
-	n += len(reply)
-	if len(hdr) > 0 {
-		p.hdr = buf[n : n+len(hdr) : n+len(hdr)]
-	}
-	p.data = buf[n+len(hdr):]
+	p := &proposal{s: s, kind: propFastBatch, acct: a, held: int64(size), fast: &fm}
+	p.copyIn(subject, reply, hdr, msg)
 	p.done = fastDone
 	if !s.ap.submit(p) {
 		fastDone(p, result{err: api.NewNotEnabledError()})

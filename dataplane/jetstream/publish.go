@@ -28,22 +28,8 @@ func (s *stream) capture(a *jsAccount) func(subject, reply, hdr, msg []byte) <-c
 			s.refuseBusy(a, subject, reply)
 			return nil
 		}
-		// One allocation holds every byte the proposal carries; the
-		// strings view it without copying and it is never written again.
-		buf := make([]byte, 0, size)
-		buf = append(append(append(append(buf, subject...), reply...), hdr...), msg...)
 		p := &proposal{s: s, kind: propMsg, acct: a, held: int64(size)}
-		n := len(subject)
-		p.subject = unsafe.String(unsafe.SliceData(buf), n)
-		if len(reply) > 0 {
-			p.reply = unsafe.String(&buf[n], len(reply))
-		}
-		n += len(reply)
-		if len(hdr) > 0 {
-			p.hdr = buf[n : n+len(hdr) : n+len(hdr)]
-		}
-		n += len(hdr)
-		p.data = buf[n:]
+		p.copyIn(subject, reply, hdr, msg)
 		p.done = capturedDone
 		if !s.ap.submit(p) {
 			capturedDone(p, result{err: api.NewNotEnabledError()})
@@ -51,6 +37,24 @@ func (s *stream) capture(a *jsAccount) func(subject, reply, hdr, msg []byte) <-c
 		}
 		return wait
 	}
+}
+
+// copyIn copies a captured publish into p: one allocation holds every
+// byte the proposal carries, its strings and slices view it without
+// copying, and it is never written again.
+func (p *proposal) copyIn(subject, reply, hdr, msg []byte) {
+	buf := make([]byte, 0, len(subject)+len(reply)+len(hdr)+len(msg))
+	buf = append(append(append(append(buf, subject...), reply...), hdr...), msg...)
+	n := len(subject)
+	p.subject = unsafe.String(unsafe.SliceData(buf), n)
+	if len(reply) > 0 {
+		p.reply = unsafe.String(&buf[n], len(reply))
+	}
+	n += len(reply)
+	if len(hdr) > 0 {
+		p.hdr = buf[n : n+len(hdr) : n+len(hdr)]
+	}
+	p.data = buf[n+len(hdr):]
 }
 
 // capturedDone completes a captured message: its room in the backlog is
