@@ -133,7 +133,7 @@ func Open(opts Options) (*Store, error) {
 	opts.ensureDefaults()
 	e := &pebbleEngine{}
 	po := &pebble.Options{
-		FS:                 opts.FS,
+		FS:                 walFS{opts.FS},
 		CacheSize:          opts.CacheSize,
 		MemTableSize:       opts.MemTableSize,
 		FormatMajorVersion: pebble.FormatNewest,
