@@ -210,6 +210,10 @@ func (g *Group) launchLocked(id raft.ServerID, bootstrap bool) error {
 	g.n.wg.Add(1)
 	go g.watchLeader(r, obs, g.stop)
 	if repair {
+		// Step 2 of the repair (start.go, rejoin): raft runs under the
+		// new incarnation with the vote gate closed; a restart in the
+		// middle of a repair logs this again under the stored id.
+		g.log.Info("repair: raft started in repair, not voting; asking the leader to admit this incarnation", "id", id)
 		g.n.wg.Add(1)
 		go g.rejoin(r, g.stable, g.stop)
 	}
