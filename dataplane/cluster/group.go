@@ -542,6 +542,21 @@ func (g *Group) Replicas() []Replica {
 	return out
 }
 
+// replica is what this node, leading the group, knows of the member
+// named name (see Replicas); false if it does not lead or name is not a
+// member.
+func (g *Group) replica(name string) (Replica, bool) {
+	r := g.raft()
+	if r == nil || r.State() != raft.Leader {
+		return Replica{}, false
+	}
+	s, ok := g.member(name)
+	if !ok || s.ID == g.selfID() {
+		return Replica{}, false
+	}
+	return g.trans().progress.replica(s, r.LastIndex(), g.n.mult, time.Now()), true
+}
+
 // RemoveServer takes the node named name out of the group for good (the
 // leader only). A removed node's next incarnation is refused only if
 // Config.Admit refuses it.
