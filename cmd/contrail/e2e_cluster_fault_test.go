@@ -593,6 +593,7 @@ func TestClusterFaults(t *testing.T) {
 	t.Run("CorruptFollower", testCorruptFollower)
 	t.Run("TruncateFollowerWAL", testTruncateFollowerWAL)
 	t.Run("DivergentFollower", testDivergentFollower)
+	t.Run("RepairKills", testRepairKills)
 }
 
 // (k) a follower's copy of the stream diverges behind raft's back (a
