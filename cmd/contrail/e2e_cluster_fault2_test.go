@@ -5,13 +5,21 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
-// More fault scenarios (TestClusterFaults runs them): kills at each step
-// of a wiped node's rejoin and repair.
+// Two more fault scenarios (TestClusterFaults runs them): kills at each
+// step of a wiped node's rejoin and repair, and elections while the
+// nodes are starved of CPU, under a stepdown storm.
 
 // The log lines the rejoin and repair steps are known by
 // (dataplane/cluster start.go and group.go).
@@ -25,6 +33,9 @@ const (
 	logLeading  = `msg="entering leader state"`
 	// A balancing move the partition's leader refused (cluster.ErrNotCurrent).
 	logMoveRefused = "transfer target is not a current voter of the group"
+	// What raft logs when starvation, not a stepdown, ends a term.
+	logTimedOut = `msg="heartbeat timeout reached, starting election"`
+	logLostLead = `msg="failed to contact quorum of nodes, stepping down"`
 )
 
 // attr is the text a slog text line carries for key=value.
@@ -295,3 +306,178 @@ func testRepairKills(t *testing.T) {
 	t.Logf("balancing moves refused for a target not current in its group (the nodes' latest runs): %d", refusedMoves)
 	fc.finish([]*writer{w}, aw)
 }
+
+// starver stops and continues the nodes' processes (SIGSTOP/SIGCONT) at
+// random, a node at a time or two at once: what a node starved of CPU
+// looks like to its peers. Pauses of tens of milliseconds alone do not
+// starve a node enough for its peers to notice (a follower's patience is
+// 250 ms times the timing multiplier), so one pause in three reaches past
+// the leader's lease and the followers' election timeout. (Signals, not
+// busy-loop burners: they starve the nodes without taking the machine's
+// cores from anything else running on it.)
+type starver struct {
+	stop   chan struct{}
+	done   chan struct{}
+	pauses atomic.Int64
+}
+
+func startStarver(t testing.TB, nodes []*clusterNode, rng *rand.Rand, electionTimeout time.Duration) *starver {
+	s := &starver{stop: make(chan struct{}), done: make(chan struct{})}
+	procs := make([]*proc, len(nodes))
+	for i, cn := range nodes {
+		procs[i] = cn.proc
+	}
+	resumeAll := func() {
+		for _, p := range procs {
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resumeAll)
+	go func() {
+		defer close(s.done)
+		defer resumeAll()
+		for {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			victims := []*proc{procs[rng.IntN(len(procs))]}
+			if rng.IntN(4) == 0 {
+				victims = append(victims, procs[rng.IntN(len(procs))])
+			}
+			for _, p := range victims {
+				_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+			}
+			s.pauses.Add(1)
+			// Mostly tens of ms (a node that gets the CPU now and
+			// then), one in three up to 1.5 election timeouts (one
+			// that gets none for a while), on purpose.
+			span := 10*time.Millisecond + time.Duration(rng.IntN(80))*time.Millisecond
+			if rng.IntN(3) == 0 {
+				span = 20*time.Millisecond + time.Duration(rng.Int64N(int64(electionTimeout*3/2)))
+			}
+			time.Sleep(span)
+			for _, p := range victims {
+				_ = p.cmd.Process.Signal(syscall.SIGCONT)
+			}
+			time.Sleep(time.Duration(10+rng.IntN(60)) * time.Millisecond) // a run between pauses, on purpose
+		}
+	}()
+	return s
+}
+
+func (s *starver) halt() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
+}
+
+// faultSysConf gives the fault cluster a system account (for
+// META.LEADER.STEPDOWN) while clients without credentials stay in $G.
+const faultSysConf = `jetstream: enabled
+accounts { SYS: { users: [ { user: sys, password: sys } ] } }
+system_account: SYS
+authorization { users: [ { user: app, password: app } ] }
+no_auth_user: app
+`
+
+// ElectionStormStarved: the three nodes are starved (random SIGSTOP and
+// SIGCONT spans) while a writer writes and stream and meta stepdowns are
+// requested in a loop; the leader changes are counted from the nodes'
+// logs and there must have been elections. Then the starving stops,
+// writes go on, and fc.finish holds.
+func testElectionStormStarved(t *testing.T) {
+	conf := writeFile(t, t.TempDir(), "faults-sys.conf", faultSysConf)
+	fc := startFaultCluster(t, false, "--config", conf)
+	sys := connect(t, clusterURLs(fc.nodes), reconnecting(), nats.UserInfo("sys", "sys"))
+	t.Cleanup(sys.Close)
+	w := startWriter(t, fc.log, fc.nc, "x", 300)
+	aw := startAckWatch(t, fc.log, fc.nc)
+	fc.log.progress(t, 100, "before the starvation")
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	mult := time.Duration(1)
+	if raceEnabled() {
+		mult = 3 // startCluster's --raft-multiplier
+	}
+	m := fc.mark()
+	acks := fc.log.ackCount()
+	start := time.Now()
+	st := startStarver(t, fc.nodes, rng, followerElectionTimeout*mult)
+
+	// Stream and meta stepdowns, each in a loop of its own.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	answered, refused := map[string]int{}, map[string]int{}
+	storm := soakOr(10*time.Second, 40*time.Second)
+	for subj, nc := range map[string]*nats.Conn{"$JS.API.STREAM.LEADER.STEPDOWN." + faultStream: fc.nc, "$JS.API.META.LEADER.STEPDOWN": sys} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Since(start) < storm {
+				msg, err := nc.Request(subj, nil, 2*time.Second)
+				mu.Lock()
+				if err != nil || strings.Contains(string(msg.Data), `"error"`) {
+					refused[subj]++
+				} else {
+					answered[subj]++
+				}
+				mu.Unlock()
+				time.Sleep(150 * time.Millisecond) // a storm, not a flood
+			}
+		}()
+	}
+	wg.Wait()
+	st.halt()
+	during := fc.log.ackCount() - acks
+	t.Logf("starved %v: %d pauses, %d writes acknowledged; stepdowns answered %v, unanswered or refused %v",
+		time.Since(start).Round(time.Millisecond), st.pauses.Load(), during, answered, refused)
+
+	fc.log.progress(t, 200, "after the starvation")
+	// Leader changes: every time a node took a group's leadership.
+	perGroup := map[string]int{}
+	total := 0
+	for _, cn := range fc.nodes {
+		for _, line := range linesSince(m, cn, logLeading) {
+			g := "?"
+			if i := strings.Index(line, " group="); i >= 0 {
+				g, _, _ = strings.Cut(line[i+len(" group="):], " ")
+			}
+			perGroup[g]++
+			total++
+		}
+	}
+	groups := make([]string, 0, len(perGroup))
+	for g := range perGroup {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	var parts []string
+	for _, g := range groups {
+		parts = append(parts, "group "+g+": "+strconv.Itoa(perGroup[g]))
+	}
+	timeouts, lost := 0, 0
+	for _, cn := range fc.nodes {
+		timeouts += len(linesSince(m, cn, logTimedOut))
+		lost += len(linesSince(m, cn, logLostLead))
+	}
+	t.Logf("%d leader changes during and after the starvation (%s); %d elections started on a heartbeat timeout, %d leaders stepped down on a lost quorum",
+		total, strings.Join(parts, ", "), timeouts, lost)
+	if total == 0 || timeouts+lost == 0 {
+		t.Errorf("the starvation caused no election (leader changes %d, timeouts %d, lost leases %d): the scenario tested nothing",
+			total, timeouts, lost)
+	}
+	if answered["$JS.API.META.LEADER.STEPDOWN"] == 0 {
+		t.Errorf("no META.LEADER.STEPDOWN was answered in the system account")
+	}
+	fc.finish([]*writer{w}, aw)
+}
+
+// followerElectionTimeout is a follower's patience at timing multiplier 1
+// (dataplane/cluster, followerHeartbeatTimeout).
+const followerElectionTimeout = 250 * time.Millisecond

@@ -594,6 +594,7 @@ func TestClusterFaults(t *testing.T) {
 	t.Run("TruncateFollowerWAL", testTruncateFollowerWAL)
 	t.Run("DivergentFollower", testDivergentFollower)
 	t.Run("RepairKills", testRepairKills)
+	t.Run("ElectionStormStarved", testElectionStormStarved)
 }
 
 // (k) a follower's copy of the stream diverges behind raft's back (a
