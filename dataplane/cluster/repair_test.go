@@ -175,3 +175,48 @@ func (c *testCluster) changedSince(g uint16, since time.Time) (uint16, time.Time
 	}
 	return 0, time.Time{}
 }
+
+// TestBalancingMoveNeedsACurrentVoter: a partition's leader refuses a
+// balancing move towards a member it does not hear from (a crashed node,
+// or a wiped node's lost incarnation the configuration still names):
+// such a transfer cannot complete, and while raft runs one it refuses
+// membership changes, which kept a rejoining node from being admitted
+// while the balancer retried. A move to a current voter goes through.
+func TestBalancingMoveNeedsACurrentVoter(t *testing.T) {
+	c := startThree(t)
+	const g = 1
+	var l string
+	waitFor(t, 20*time.Second, "a leader for the partition", func() bool { l = c.leader(g); return l != "" })
+	var others []string
+	for _, name := range three {
+		if name != l {
+			others = append(others, name)
+		}
+	}
+	dead, live := others[0], others[1]
+	c.kill(dead)
+	n := c.node(l)
+	grp := n.Group(g)
+	waitFor(t, 20*time.Second, dead+" no longer current on "+l, func() bool {
+		rep, ok := grp.replica(dead)
+		return ok && !rep.Current
+	})
+	start := time.Now()
+	if err := n.transferFor(grp, dead); !errors.Is(err, ErrNotCurrent) {
+		t.Fatalf("move to %s, which is down: %v, want ErrNotCurrent", dead, err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("the refusal took %v: a transfer was started", d)
+	}
+	if !grp.IsLeader() {
+		t.Fatalf("%s lost the leadership to a refused move", l)
+	}
+	waitFor(t, 20*time.Second, live+" current on "+l, func() bool {
+		rep, ok := grp.replica(live)
+		return ok && rep.Current
+	})
+	if err := n.transferFor(grp, live); err != nil {
+		t.Fatalf("move to %s, current: %v", live, err)
+	}
+	waitFor(t, 20*time.Second, "the partition on "+live, func() bool { return c.leader(g) == live })
+}
