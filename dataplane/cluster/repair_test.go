@@ -220,3 +220,64 @@ func TestBalancingMoveNeedsACurrentVoter(t *testing.T) {
 	}
 	waitFor(t, 20*time.Second, "the partition on "+live, func() bool { return c.leader(g) == live })
 }
+
+// crashingStable is a StableStore that takes left writes, then fails
+// every later one without writing it, as if the node died there.
+type crashingStable struct {
+	*raft.InmemStore
+	left int
+}
+
+var errCrashed = errors.New("crashed")
+
+func (s *crashingStable) Set(k, v []byte) error {
+	if s.left == 0 {
+		return errCrashed
+	}
+	s.left--
+	return s.InmemStore.Set(k, v)
+}
+
+func (s *crashingStable) SetUint64(k []byte, v uint64) error {
+	if s.left == 0 {
+		return errCrashed
+	}
+	s.left--
+	return s.InmemStore.SetUint64(k, v)
+}
+
+// TestPersistStartCrash: wherever a crash cuts persistStart short, a new
+// incarnation's id is never stored without its repair marker (such a
+// group starts under that id out of repair, and never asks to be
+// admitted), and a bootstrap's plain name is never left marked for
+// repair with nothing else.
+func TestPersistStartCrash(t *testing.T) {
+	for _, tc := range []struct {
+		id     raft.ServerID
+		repair bool
+	}{{"n1#00000000000000ab", true}, {"n1", false}} {
+		for writes := 0; writes <= 2; writes++ {
+			s := &crashingStable{InmemStore: raft.NewInmemStore(), left: writes}
+			err := persistStart(s, tc.id, tc.repair)
+			if (writes < 2) != errors.Is(err, errCrashed) {
+				t.Fatalf("%s after %d writes: %v", tc.id, writes, err)
+			}
+			id, err := storedID(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			repair, err := storedRepair(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case id == "":
+				// Asks the peers again at start.
+			case id != tc.id:
+				t.Fatalf("%s after %d writes: stored id %q", tc.id, writes, id)
+			case repair != tc.repair:
+				t.Errorf("%s after %d writes: id stored, repair marker %v, want %v", tc.id, writes, repair, tc.repair)
+			}
+		}
+	}
+}
