@@ -469,10 +469,18 @@ func (fc *faultCluster) readRange(from, to uint64, seen map[string]uint64, bySeq
 	if err != nil {
 		t.Fatalf("ordered consumer from %d: %v", from, err)
 	}
+	// One iterator for the whole range: an ordered consumer's Next is a
+	// Fetch of one, and each Fetch resets it onto a new consumer (a
+	// create and a round trip per message, minutes for a few thousand).
+	it, err := cons.Messages()
+	if err != nil {
+		t.Fatalf("ordered consumer from %d: %v", from, err)
+	}
+	defer it.Stop()
 	for seq := from; seq <= to; {
-		msg, err := cons.Next(jetstream.FetchMaxWait(2 * time.Second))
+		msg, err := it.Next(jetstream.NextMaxWait(2 * time.Second))
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				t.Fatalf("reading back at seq %d of %d: %v", seq, to, err)
 			}
 			continue
@@ -585,6 +593,8 @@ func TestClusterFaults(t *testing.T) {
 	t.Run("CorruptFollower", testCorruptFollower)
 	t.Run("TruncateFollowerWAL", testTruncateFollowerWAL)
 	t.Run("DivergentFollower", testDivergentFollower)
+	t.Run("RepairKills", testRepairKills)
+	t.Run("ElectionStormStarved", testElectionStormStarved)
 }
 
 // (k) a follower's copy of the stream diverges behind raft's back (a

@@ -43,6 +43,9 @@ var (
 	ErrNotStarted = errors.New("cluster: group not started")
 	// ErrClosed is returned once the node is shut down.
 	ErrClosed = errors.New("cluster: node closed")
+	// ErrNotCurrent is the answer to a balancing move towards a member
+	// the group's leader does not see as a current voter.
+	ErrNotCurrent = errors.New("cluster: transfer target is not a current voter of the group")
 )
 
 // OpenFunc returns a group's FSM and stores. The stores keep the group's

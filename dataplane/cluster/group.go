@@ -210,6 +210,10 @@ func (g *Group) launchLocked(id raft.ServerID, bootstrap bool) error {
 	g.n.wg.Add(1)
 	go g.watchLeader(r, obs, g.stop)
 	if repair {
+		// Step 2 of the repair (start.go, rejoin): raft runs under the
+		// new incarnation with the vote gate closed; a restart in the
+		// middle of a repair logs this again under the stored id.
+		g.log.Info("repair: raft started in repair, not voting; asking the leader to admit this incarnation", "id", id)
 		g.n.wg.Add(1)
 		go g.rejoin(r, g.stable, g.stop)
 	}
@@ -536,6 +540,21 @@ func (g *Group) Replicas() []Replica {
 		out = append(out, rep)
 	}
 	return out
+}
+
+// replica is what this node, leading the group, knows of the member
+// named name (see Replicas); false if it does not lead or name is not a
+// member.
+func (g *Group) replica(name string) (Replica, bool) {
+	r := g.raft()
+	if r == nil || r.State() != raft.Leader {
+		return Replica{}, false
+	}
+	s, ok := g.member(name)
+	if !ok || s.ID == g.selfID() {
+		return Replica{}, false
+	}
+	return g.trans().progress.replica(s, r.LastIndex(), g.n.mult, time.Now()), true
 }
 
 // RemoveServer takes the node named name out of the group for good (the

@@ -72,17 +72,23 @@ func storedRepair(s raft.StableStore) (bool, error) {
 }
 
 // persistStart records, before the group's raft starts, the id it runs
-// as and whether it is in repair.
+// as and whether it is in repair. The marker is written first: the two
+// are separate writes, and a crash between them must not leave a new
+// incarnation's id without its marker, or the group would start under
+// that id out of repair (vote gate open, no rejoin asking the leader to
+// admit it) and never rejoin. A marker without an id is safe: a group
+// with no stored id asks its peers again, and rejoins as a fresh
+// incarnation.
 func persistStart(s raft.StableStore, id raft.ServerID, repair bool) error {
-	if err := s.Set(StableKeyServerID, []byte(id)); err != nil {
-		return fmt.Errorf("store server id: %w", err)
-	}
 	var v uint64
 	if repair {
 		v = 1
 	}
 	if err := s.SetUint64(StableKeyRepair, v); err != nil {
 		return fmt.Errorf("store repair marker: %w", err)
+	}
+	if err := s.Set(StableKeyServerID, []byte(id)); err != nil {
+		return fmt.Errorf("store server id: %w", err)
 	}
 	return nil
 }

@@ -175,3 +175,109 @@ func (c *testCluster) changedSince(g uint16, since time.Time) (uint16, time.Time
 	}
 	return 0, time.Time{}
 }
+
+// TestBalancingMoveNeedsACurrentVoter: a partition's leader refuses a
+// balancing move towards a member it does not hear from (a crashed node,
+// or a wiped node's lost incarnation the configuration still names):
+// such a transfer cannot complete, and while raft runs one it refuses
+// membership changes, which kept a rejoining node from being admitted
+// while the balancer retried. A move to a current voter goes through.
+func TestBalancingMoveNeedsACurrentVoter(t *testing.T) {
+	c := startThree(t)
+	const g = 1
+	var l string
+	waitFor(t, 20*time.Second, "a leader for the partition", func() bool { l = c.leader(g); return l != "" })
+	var others []string
+	for _, name := range three {
+		if name != l {
+			others = append(others, name)
+		}
+	}
+	dead, live := others[0], others[1]
+	c.kill(dead)
+	n := c.node(l)
+	grp := n.Group(g)
+	waitFor(t, 20*time.Second, dead+" no longer current on "+l, func() bool {
+		rep, ok := grp.replica(dead)
+		return ok && !rep.Current
+	})
+	start := time.Now()
+	if err := n.transferFor(grp, dead); !errors.Is(err, ErrNotCurrent) {
+		t.Fatalf("move to %s, which is down: %v, want ErrNotCurrent", dead, err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("the refusal took %v: a transfer was started", d)
+	}
+	if !grp.IsLeader() {
+		t.Fatalf("%s lost the leadership to a refused move", l)
+	}
+	waitFor(t, 20*time.Second, live+" current on "+l, func() bool {
+		rep, ok := grp.replica(live)
+		return ok && rep.Current
+	})
+	if err := n.transferFor(grp, live); err != nil {
+		t.Fatalf("move to %s, current: %v", live, err)
+	}
+	waitFor(t, 20*time.Second, "the partition on "+live, func() bool { return c.leader(g) == live })
+}
+
+// crashingStable is a StableStore that takes left writes, then fails
+// every later one without writing it, as if the node died there.
+type crashingStable struct {
+	*raft.InmemStore
+	left int
+}
+
+var errCrashed = errors.New("crashed")
+
+func (s *crashingStable) Set(k, v []byte) error {
+	if s.left == 0 {
+		return errCrashed
+	}
+	s.left--
+	return s.InmemStore.Set(k, v)
+}
+
+func (s *crashingStable) SetUint64(k []byte, v uint64) error {
+	if s.left == 0 {
+		return errCrashed
+	}
+	s.left--
+	return s.InmemStore.SetUint64(k, v)
+}
+
+// TestPersistStartCrash: wherever a crash cuts persistStart short, a new
+// incarnation's id is never stored without its repair marker (such a
+// group starts under that id out of repair, and never asks to be
+// admitted), and a bootstrap's plain name is never left marked for
+// repair with nothing else.
+func TestPersistStartCrash(t *testing.T) {
+	for _, tc := range []struct {
+		id     raft.ServerID
+		repair bool
+	}{{"n1#00000000000000ab", true}, {"n1", false}} {
+		for writes := 0; writes <= 2; writes++ {
+			s := &crashingStable{InmemStore: raft.NewInmemStore(), left: writes}
+			err := persistStart(s, tc.id, tc.repair)
+			if (writes < 2) != errors.Is(err, errCrashed) {
+				t.Fatalf("%s after %d writes: %v", tc.id, writes, err)
+			}
+			id, err := storedID(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			repair, err := storedRepair(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case id == "":
+				// Asks the peers again at start.
+			case id != tc.id:
+				t.Fatalf("%s after %d writes: stored id %q", tc.id, writes, id)
+			case repair != tc.repair:
+				t.Errorf("%s after %d writes: id stored, repair marker %v, want %v", tc.id, writes, repair, tc.repair)
+			}
+		}
+	}
+}

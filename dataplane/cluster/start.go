@@ -151,13 +151,23 @@ func (g *Group) startRejoin() error {
 // before and its log is a prefix of the leader's.
 func (g *Group) rejoin(r *raft.Raft, stable raft.StableStore, stop <-chan struct{}) {
 	defer g.n.wg.Done()
+	added := false
 	for {
 		select {
 		case <-stop:
 			return
 		default:
 		}
-		if g.isVoter(r) {
+		member, voter := g.suffrage(r)
+		if member && !voter && !added {
+			// Step 3 of the repair as this node sees it: its log holds
+			// the configuration that added it, so the leader replicates
+			// to it; it stays out of elections until promoted.
+			added = true
+			g.log.Info("repair: added as nonvoter, catching up", "id", g.selfID(),
+				"applied", r.AppliedIndex(), "last", r.LastIndex())
+		}
+		if voter {
 			if err := stable.SetUint64(StableKeyRepair, 0); err != nil {
 				g.log.Error("cannot clear the repair marker", "err", err)
 			} else {
@@ -174,13 +184,15 @@ func (g *Group) rejoin(r *raft.Raft, stable raft.StableStore, stop <-chan struct
 	}
 }
 
-func (g *Group) isVoter(r *raft.Raft) bool {
+// suffrage reports whether this incarnation is in the group's latest
+// configuration as this node knows it, and whether as a voter.
+func (g *Group) suffrage(r *raft.Raft) (member, voter bool) {
 	for _, s := range r.GetConfiguration().Configuration().Servers {
 		if s.ID == g.selfID() {
-			return s.Suffrage == raft.Voter
+			return true, s.Suffrage == raft.Voter
 		}
 	}
-	return false
+	return false, false
 }
 
 // askJoin sends the join request to the leader if one is known, else to
