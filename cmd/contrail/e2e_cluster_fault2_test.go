@@ -271,7 +271,7 @@ func testRepairKills(t *testing.T) {
 		t.Errorf("new leader %s holds up to seq %d, but %d was acknowledged", nl.ID, info.State.LastSeq, acked)
 	}
 	t.Logf("[%v] %s back; stream led by %s at seq %d", time.Since(begin).Round(time.Millisecond), l.ID, nl.ID, info.State.LastSeq)
-	_, line = awaitLog(t, m, clusterTimeout(), vid+" added as nonvoter", without(fc.nodes, v), logAdded, inGroup, attr("id", vid))
+	awaitLog(t, m, clusterTimeout(), vid+" added as nonvoter", without(fc.nodes, v), logAdded, inGroup, attr("id", vid))
 	time.Sleep(time.Duration(rand.IntN(1000)) * time.Millisecond) // a random moment of the catch-up, on purpose
 	promoted := false
 	for _, cn := range without(fc.nodes, v) {
@@ -290,7 +290,7 @@ func testRepairKills(t *testing.T) {
 	// (c) Links healed, it catches up and is promoted: killed on the
 	// leader's line, before it can have cleared its own marker.
 	fc.mesh.slowNode(vi, 0, 0)
-	_, line = awaitLog(t, m, clusterTimeout(), vid+" promoted", without(fc.nodes, v), logPromoted, inGroup, attr("id", vid))
+	awaitLog(t, m, clusterTimeout(), vid+" promoted", without(fc.nodes, v), logPromoted, inGroup, attr("id", vid))
 	repaired := len(linesSince(m, v, logRepaired, inGroup)) > 0
 	v.kill(t)
 	t.Logf("[%v] (c) %s killed on its promotion (it had left repair: %v)", time.Since(begin).Round(time.Millisecond), v.ID, repaired)
