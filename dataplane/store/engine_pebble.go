@@ -132,8 +132,14 @@ func Open(opts Options) (*Store, error) {
 	}
 	opts.ensureDefaults()
 	e := &pebbleEngine{}
+	fs := opts.FS
+	if vfs.Root(fs) == vfs.Default {
+		// Only on the OS's filesystem: the fill is for its journal, and
+		// the in-memory test filesystems grow a file a byte at a time.
+		fs = walFS{fs}
+	}
 	po := &pebble.Options{
-		FS:                 walFS{opts.FS},
+		FS:                 fs,
 		CacheSize:          opts.CacheSize,
 		MemTableSize:       opts.MemTableSize,
 		FormatMajorVersion: pebble.FormatNewest,

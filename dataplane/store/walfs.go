@@ -22,6 +22,9 @@ import (
 // outgrows the one it reuses) grow; walFile makes those grow a chunk at a
 // time, one journal commit per chunk instead of one per sync.
 //
+// Only a store on the OS's filesystem gets it (Open); the in-memory test
+// filesystems have no journal, and fill a file one byte at a time.
+//
 // Replay is unaffected: a zeroed tail is what Pebble's reader already
 // expects of a preallocated or recycled WAL (it reads ahead to tell a torn
 // tail from corruption).
