@@ -31,10 +31,7 @@ type linkProxy struct {
 
 func newLinkProxy(t testing.TB, from, to int, target string) *linkProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("link proxy: %v", err)
-	}
+	ln := listenLoopback(t)
 	p := &linkProxy{from: from, to: to, target: target, ln: ln}
 	p.mu.conns = map[net.Conn]struct{}{}
 	p.wg.Add(1)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -286,10 +285,7 @@ func assertNoInjection(t *testing.T, b *tab) {
 // 401 of a missing cookie) and create nothing.
 func crossSiteFormRefused(t *testing.T, b *tab, d *devProc, keep string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenLoopback(t)
 	page := fmt.Sprintf(`<!doctype html><form method="POST" action="%s/v1/accounts" enctype="text/plain">
 <input type="hidden" name='{"name":"forged' value='"}'><button id="go">go</button></form>`, d.URL)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

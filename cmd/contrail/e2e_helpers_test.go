@@ -325,22 +325,41 @@ func waitHealthyWithin(p *proc, monURL string, within time.Duration) error {
 // in this process.
 func freeAddr(t testing.TB) string {
 	t.Helper()
+	ln := listenLoopback(t)
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// listenLoopback listens on a loopback port that freeAddr has not handed
+// out in this process, and records its address so freeAddr never will.
+// Every listener a test opens beside its servers goes through here: the
+// kernel may offer a port again once it is closed, before the process it
+// was picked for binds it, so a test starting several servers would
+// otherwise give two of them, or a server and a test proxy, one port.
+func listenLoopback(t testing.TB) net.Listener {
+	t.Helper()
 	handedOut.Lock()
 	defer handedOut.Unlock()
+	var taken []net.Listener
+	defer func() {
+		for _, ln := range taken {
+			ln.Close()
+		}
+	}()
 	for {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatalf("finding a free port: %v", err)
 		}
 		addr := ln.Addr().String()
-		ln.Close()
-		// The kernel may offer a port again once it is closed, before
-		// the process it was picked for binds it: a test starting
-		// several servers would then give two of them one port.
 		if !handedOut.addrs[addr] {
 			handedOut.addrs[addr] = true
-			return addr
+			return ln
 		}
+		// Held open until a fresh port turns up, so the kernel offers
+		// another one next.
+		taken = append(taken, ln)
 	}
 }
 

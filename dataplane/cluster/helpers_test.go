@@ -120,13 +120,21 @@ const testPartitions = DefaultPartitions
 func newTestCluster(t *testing.T, names ...string) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, peers: map[string]string{}, nodes: map[string]*testNode{}}
+	// The listeners stay open until every node has its port, so the
+	// kernel cannot offer one port twice; the nodes bind them later.
+	var picked []net.Listener
+	defer func() {
+		for _, ln := range picked {
+			ln.Close()
+		}
+	}()
 	for _, name := range names {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
+		picked = append(picked, ln)
 		addr := ln.Addr().String()
-		ln.Close()
 		c.peers[name] = addr
 		tn := &testNode{name: name, addr: addr}
 		for g := 0; g <= testPartitions; g++ {
