@@ -335,6 +335,16 @@ func (t *tiering) move() error {
 
 var errSealFull = errors.New("segment full")
 
+// sealEstimate is how many messages a segment of segBytes holds, going
+// by the stream's average stored message (msgs messages in bytes), so
+// seal sizes its lists once instead of growing them message by message.
+func sealEstimate(msgs, bytes, segBytes uint64) uint64 {
+	if msgs == 0 || bytes == 0 {
+		return 0
+	}
+	return min(segBytes/max(bytes/msgs, 1)+1, 1<<20)
+}
+
 // seal builds, uploads and commits one segment of s from its cold floor:
 // up to SegmentBytes of durable messages, never the stream's last one
 // (start-up reads its headers). It returns the messages sealed.
@@ -342,20 +352,31 @@ func (t *tiering) seal(s *stream, underBudget bool) (int, error) {
 	s.mu.Lock()
 	floor := max(s.coldFloorLocked(), s.mu.state.FirstSeq)
 	last, name := s.mu.state.LastSeq, s.mu.cfg.Name
+	n := sealEstimate(s.mu.state.Msgs, s.mu.state.Bytes, uint64(t.opts.SegmentBytes))
 	s.mu.Unlock()
 	hi := min(s.durable.Load(), last-1)
 	if last == 0 || floor > hi {
 		return 0, nil
 	}
-	var recs []tier.Record
-	var metas []store.Message
+	n = min(n, hi-floor+1)
+	recs := make([]tier.Record, 0, n)
+	metas := make([]store.Message, 0, n)
+	// The bodies are copied into one buffer, not one allocation each: a
+	// segment of small messages would otherwise be thousands of them for
+	// the collector to scan while publishes run.
+	var body []byte
 	var bytes uint64
 	err := s.ap.st.ScanMsgs(s.id, floor, hi+1, func(m *store.Message) error {
 		if m.Cold {
 			return errSealFull // a stub above the floor: never, but never tier it twice
 		}
-		recs = append(recs, tier.Record{Seq: m.Seq, Time: m.Time, TTL: m.TTL, Subject: m.Subject,
-			Header: append([]byte(nil), m.Header...), Data: append([]byte(nil), m.Data...)})
+		if need := len(m.Header) + len(m.Data); cap(body)-len(body) < need {
+			body = make([]byte, 0, max(need, int(min(t.opts.SegmentBytes, 4<<20))))
+		}
+		at := len(body)
+		body = append(append(body, m.Header...), m.Data...)
+		hdr, data := body[at:at+len(m.Header):at+len(m.Header)], body[at+len(m.Header):len(body):len(body)]
+		recs = append(recs, tier.Record{Seq: m.Seq, Time: m.Time, TTL: m.TTL, Subject: m.Subject, Header: hdr, Data: data})
 		metas = append(metas, store.Message{Seq: m.Seq, Subject: m.Subject, Time: m.Time, TTL: m.TTL,
 			HdrLen: len(m.Header), DataLen: len(m.Data)})
 		bytes += msgSize(m.Subject, m.Header, m.Data)
