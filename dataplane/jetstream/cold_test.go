@@ -188,3 +188,19 @@ func TestColdRun(t *testing.T) {
 		t.Fatalf("filled buffer = %+v", ahead)
 	}
 }
+
+// TestSealEstimate: a segment's lists are sized from the average stored
+// message, bounded, and an empty stream sizes nothing.
+func TestSealEstimate(t *testing.T) {
+	for _, c := range []struct{ msgs, bytes, seg, want uint64 }{
+		{0, 0, 1 << 20, 0},
+		{10, 0, 1 << 20, 0},
+		{1000, 128000, 1 << 20, 8193},
+		{1, 1 << 30, 1 << 20, 1},
+		{1 << 40, 1 << 40, 1 << 40, 1 << 20},
+	} {
+		if got := sealEstimate(c.msgs, c.bytes, c.seg); got != c.want {
+			t.Errorf("sealEstimate(%d, %d, %d) = %d, want %d", c.msgs, c.bytes, c.seg, got, c.want)
+		}
+	}
+}
