@@ -73,7 +73,7 @@ func parseFlags() config {
 	flag.BoolVar(&c.tier, "tier", false, "run the tiered-storage scenario instead of the workloads: cold replay from versitygw, uploads while publishing, js pub async with tiering on and off (see README)")
 	flag.Int64Var(&c.tierMiB, "tier-mib", 1024, "with -tier: MiB of messages published and replayed cold")
 	flag.IntVar(&c.tierReplays, "tier-replays", 3, "with -tier: cold replays of the published data; the median is reported")
-	flag.StringVar(&c.tierProfile, "tier-profile", "", "with -tier: write CPU profiles of the Contrail server during the first cold replay to this file, and during the first js pub async round with tiering on to this file with -pub appended")
+	flag.StringVar(&c.tierProfile, "tier-profile", "", "with -tier: write CPU profiles of the Contrail server during the first cold replay to this file, and during the first js pub async round with tiering on and off to this file with -pub and -pub-off appended")
 	flag.StringVar(&c.tierParts, "tier-parts", "replay,nats,pub", "with -tier: comma-separated parts to run: replay (Contrail cold replay), nats (nats-server replay), pub (js pub async, tiering on vs off)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./bench [flags]\n\nworkloads:")

@@ -77,13 +77,20 @@ func startVersity(ctx context.Context, root string) (endpoint string, stop func(
 // tieredArgs runs the Contrail dataplane tiering to endpoint's bucket;
 // with pprof set, it also serves Go's profiler there.
 func tieredArgs(endpoint, segment string, budget int64, pprof string) serverArgs {
-	return func(port, monitorPort int, dataDir string) []string {
-		args := append(contrailArgs(port, monitorPort, dataDir), "--tier-url", "s3://tier/bench", "--tier-endpoint", endpoint,
+	return withPprof(func(port, monitorPort int, dataDir string) []string {
+		return append(contrailArgs(port, monitorPort, dataDir), "--tier-url", "s3://tier/bench", "--tier-endpoint", endpoint,
 			"--tier-segment-bytes", segment, "--tier-local-bytes", strconv.FormatInt(budget, 10))
-		if pprof != "" {
-			args = append(args, "--pprof-addr", pprof)
-		}
+	}, pprof)
+}
+
+// withPprof adds Go's profiler at addr to a Contrail server's arguments
+// (none when addr is empty).
+func withPprof(args serverArgs, addr string) serverArgs {
+	if addr == "" {
 		return args
+	}
+	return func(port, monitorPort int, dataDir string) []string {
+		return append(args(port, monitorPort, dataDir), "--pprof-addr", addr)
 	}
 }
 
@@ -379,35 +386,54 @@ func tierBenchmark(ctx context.Context, cfg config) error {
 	w, _ := selectWorkloads("js pub async")
 	msgs := w[0].msgs(cfg.msgs)
 	rates := &result{w: w[0], msgs: msgs, rounds: map[string][][]float64{}, errs: map[string]error{}}
+	// The server's CPU time during each round: on these shared machines
+	// it varies less than the rate, and what tiering costs is CPU.
+	cpu := map[string][]float64{}
 	for round := range cfg.rounds {
-		pprof := ""
+		var pprofOn, pprofOff string
 		if round == 0 && cfg.tierProfile != "" {
-			ports, err := freePorts(1)
+			ports, err := freePorts(2)
 			if err != nil {
 				return err
 			}
-			pprof = "127.0.0.1:" + strconv.Itoa(ports[0])
+			pprofOn, pprofOff = "127.0.0.1:"+strconv.Itoa(ports[0]), "127.0.0.1:"+strconv.Itoa(ports[1])
 		}
 		for _, side := range []struct {
 			name  string
 			args  serverArgs
 			pprof string
-		}{{"tiering on", tieredArgs(endpoint, "1MiB", 32<<20, pprof), pprof}, {"tiering off", contrailArgs, ""}} {
+			file  string
+		}{
+			{"tiering on", tieredArgs(endpoint, "1MiB", 32<<20, pprofOn), pprofOn, cfg.tierProfile + "-pub"},
+			{"tiering off", withPprof(contrailArgs, pprofOff), pprofOff, cfg.tierProfile + "-pub-off"},
+		} {
 			err := onServer(ctx, "contrail-"+strings.ReplaceAll(side.name, " ", "-"), contrailBin, side.args, root, func(srv *server) error {
 				prof := make(chan error, 1)
 				if side.pprof != "" {
-					// The first round with tiering on, into <file>-pub.
-					go func() { prof <- cpuProfile(ctx, side.pprof, 4, cfg.tierProfile+"-pub") }()
+					// The first round of each side, into <file>-pub and
+					// <file>-pub-off, so the two can be compared; long enough
+					// to cover the round.
+					go func() { prof <- cpuProfile(ctx, side.pprof, 6, side.file) }()
 				} else {
 					prof <- nil
 				}
+				before, err := cpuTicks(srv.pid())
+				if err != nil {
+					return err
+				}
 				vals, _, err := runner.runRound(ctx, w[0], srv, msgs, fmt.Sprintf("tier-%s-r%d", strings.ReplaceAll(side.name, " ", "-"), round+1))
+				after, cerr := cpuTicks(srv.pid())
 				if perr := <-prof; err == nil {
 					err = perr
 				}
 				if err == nil {
+					err = cerr
+				}
+				if err == nil {
+					secs := float64(after-before) / clockTicksPerSec
 					rates.rounds[side.name] = append(rates.rounds[side.name], vals)
-					fmt.Printf("  round %d/%d  js pub async, %-11s %s msgs/s\n", round+1, cfg.rounds, side.name, commas(int64(vals[0])))
+					cpu[side.name] = append(cpu[side.name], secs)
+					fmt.Printf("  round %d/%d  js pub async, %-11s %s msgs/s, server CPU %.2f s\n", round+1, cfg.rounds, side.name, commas(int64(vals[0])), secs)
 				}
 				return err
 			})
@@ -418,5 +444,7 @@ func tierBenchmark(ctx context.Context, cfg config) error {
 	}
 	on, off := rates.median("tiering on", 0), rates.median("tiering off", 0)
 	fmt.Printf("%-46s %9.2fx (target ≥ 0.9)  %s vs %s msgs/s\n", "js pub async, tiering on / off", on/off, commas(int64(on)), commas(int64(off)))
+	cpuOn, cpuOff := medianOf(cpu["tiering on"]), medianOf(cpu["tiering off"])
+	fmt.Printf("%-46s %9.2fx  %.2f vs %.2f s (median of %d)\n", "server CPU per round, tiering on / off", cpuOn/cpuOff, cpuOn, cpuOff, len(cpu["tiering on"]))
 	return nil
 }
