@@ -41,6 +41,12 @@ type coldState struct {
 	msgs      uint64     // live messages in segments
 	bytes     uint64     // their bytes
 	published atomic.Pointer[[]*coldSeg]
+	// Hot messages deleted with erase lie in [eraseLo, eraseHi] (none
+	// when eraseHi is 0): a segment sealed before such a delete, and
+	// committed after it, holds the erased body, so its commit marks it
+	// for rewriting. Kept as a range, not a list: a bulk erase costs
+	// nothing, and the cost of a wide range is at most an extra rewrite.
+	eraseLo, eraseHi uint64
 }
 
 // publishLocked makes the segment list visible to readers: a new slice
@@ -140,9 +146,35 @@ func (s *stream) coldPurgedLocked(ap *applier) {
 // replica taking over) still rewrites the segment; a segment the delete
 // emptied is gone with its object already.
 func (s *stream) markEraseLocked(seq uint64, ap *applier) {
-	if _, cs := s.segmentLocked(seq); cs != nil && !cs.seg.Erased {
+	_, cs := s.segmentLocked(seq)
+	switch {
+	case cs == nil && s.mu.cold.eraseHi == 0:
+		s.mu.cold.eraseLo, s.mu.cold.eraseHi = seq, seq
+	case cs == nil:
+		s.mu.cold.eraseLo, s.mu.cold.eraseHi = min(s.mu.cold.eraseLo, seq), max(s.mu.cold.eraseHi, seq)
+	case !cs.seg.Erased:
 		cs.seg.Erased = true
 		ap.batch.PutSegment(s.id, &cs.seg)
+	}
+}
+
+// erasedHotLocked reports whether seq may be a hot message deleted with
+// erase (see coldState.eraseLo).
+func (s *stream) erasedHotLocked(seq uint64) bool {
+	c := &s.mu.cold
+	return c.eraseHi != 0 && c.eraseLo <= seq && seq <= c.eraseHi
+}
+
+// tieredThroughLocked forgets erases of hot messages up to last: a
+// segment now covers them, and later ones start above it.
+func (s *stream) tieredThroughLocked(last uint64) {
+	c := &s.mu.cold
+	switch {
+	case c.eraseHi == 0 || last < c.eraseLo:
+	case last >= c.eraseHi:
+		c.eraseLo, c.eraseHi = 0, 0
+	default:
+		c.eraseLo = last + 1
 	}
 }
 
@@ -217,6 +249,13 @@ func (s *stream) rewriteColdLocked(sl *sealed, oldKey string, ap *applier) error
 type sealed struct {
 	seg  store.Segment
 	msgs []store.Message // metadata only: Seq, Subject, Time, TTL, HdrLen, DataLen
+	// removed is LastSeq-Msgs of the stream in the view the seal read
+	// msgs from (when removedKnown). That difference grows with every
+	// message removed (or sequence skipped) and with nothing else, so
+	// while it is unchanged at the commit, every message sealed is still
+	// held and the commit need not read which are.
+	removed      uint64
+	removedKnown bool
 }
 
 // commitColdLocked applies a tiering commit: in one batch, each message
@@ -232,31 +271,31 @@ func (s *stream) commitColdLocked(sl *sealed, ap *applier) error {
 		ap.garbage = true
 		return nil
 	}
-	if err := ap.visible(); err != nil {
-		return err
-	}
-	var held []uint64
-	if err := ap.rd.MsgSeqs(s.id, seg.First, seg.Last+1, func(seq uint64) bool {
-		held = append(held, seq)
-		return true
-	}); err != nil {
+	held, err := s.sealedHeldLocked(sl, ap)
+	if err != nil {
 		return err
 	}
 	seg.Live, seg.LiveBytes = 0, 0
 	j := 0
 	for i := range sl.msgs {
 		m := &sl.msgs[i]
-		for j < len(held) && held[j] < m.Seq {
-			j++
-		}
-		if j == len(held) || held[j] != m.Seq {
-			continue
+		if held != nil {
+			for j < len(held) && held[j] < m.Seq {
+				j++
+			}
+			if j == len(held) || held[j] != m.Seq {
+				// Gone since the seal: not live. If it went with
+				// erase, the object holds what was erased.
+				seg.Erased = seg.Erased || s.erasedHotLocked(m.Seq)
+				continue
+			}
 		}
 		m.Cold = true
 		ap.batch.MarkCold(s.id, m)
 		seg.Live++
 		seg.LiveBytes += storedSize(m)
 	}
+	s.tieredThroughLocked(seg.Last)
 	if seg.Live == 0 {
 		ap.batch.PutPendingObject(store.PendingObject{Stream: s.id, Key: seg.Key, Garbage: true, Time: s.e.opts.Now().UnixNano()})
 		ap.garbage = true
@@ -272,6 +311,27 @@ func (s *stream) commitColdLocked(sl *sealed, ap *applier) error {
 		t.committed(s.id, seg.First, seg.Last, seg.Size)
 	}
 	return nil
+}
+
+// sealedHeldLocked returns the sequences of [sl.seg.First, sl.seg.Last]
+// the stream still holds, or nil when no message has gone since the
+// seal read its view: then all of sl.msgs are held, and the commit
+// neither reads the range nor waits for the group's writes to be
+// readable.
+func (s *stream) sealedHeldLocked(sl *sealed, ap *applier) ([]uint64, error) {
+	st := &s.mu.state
+	if sl.removedKnown && st.LastSeq >= st.Msgs && st.LastSeq-st.Msgs == sl.removed {
+		return nil, nil
+	}
+	if err := ap.visible(); err != nil {
+		return nil, err
+	}
+	held := []uint64{}
+	err := ap.rd.MsgSeqs(s.id, sl.seg.First, sl.seg.Last+1, func(seq uint64) bool {
+		held = append(held, seq)
+		return true
+	})
+	return held, err
 }
 
 // storedSize is what a message counts against byte limits, whether its

@@ -27,10 +27,12 @@ import (
 
 // faultStore wraps a real object store: down makes every call fail,
 // hang makes calls wait for their context, truncate cuts reads short,
-// and after runs after each successful put and delete (a crash point).
+// before runs before each put (an upload in flight), and after runs
+// after each successful put and delete (a crash point).
 type faultStore struct {
 	tier.ObjectStore
 	down, hang, truncate atomic.Bool
+	before               func(key string)
 	after                func(op, key string)
 }
 
@@ -48,6 +50,9 @@ func (f *faultStore) fault(ctx context.Context) error {
 }
 
 func (f *faultStore) Put(ctx context.Context, key string, data []byte) error {
+	if f.before != nil {
+		f.before(key)
+	}
 	if err := f.fault(ctx); err != nil {
 		return err
 	}
@@ -141,6 +146,99 @@ func TestColdTierStoreDown(t *testing.T) {
 		if r.Error != nil || !bytes.Equal(r.Message.Data, coldPayload(i, size)) {
 			t.Fatalf("seq %d after recovery: %v", i, r.Error)
 		}
+	}
+}
+
+// TestColdTierRemovedWhileUploading: messages deleted while the segment
+// holding them uploads are not live in it once it commits. They stay
+// deleted, the rest read back, and the counts agree: the commit's
+// shortcut (nothing removed since the seal's view) must not apply. The
+// one deleted with erase is in the uploaded object: the segment is
+// rewritten without it.
+func TestColdTierRemovedWhileUploading(t *testing.T) {
+	dir, err := tier.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fst := &faultStore{ObjectStore: dir}
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fst.before = func(string) {
+		once.Do(func() { close(reached); <-release })
+	}
+	const n, size, segment, budget = 200, 1000, 16 << 10, 48 << 10
+	e, acc, _ := openEngine(t, vfs.NewMem(), withTier(fst, segment, budget))
+	createStream(t, acc, api.StreamConfig{Name: "U", Subjects: []string{"u"}, Storage: api.FileStorage})
+	for i := 1; i <= n; i++ {
+		if ack := publish(t, acc, "u", nil, coldPayload(i, size)); ack.Error != nil {
+			t.Fatal(ack.Error)
+		}
+	}
+	<-reached // the first segment, from seq 1, is being uploaded
+	gone := []uint64{2, 5}
+	for _, seq := range gone {
+		var del api.SuccessResponse
+		acc.apiCall(t, "$JS.API.STREAM.MSG.DELETE.U", api.MsgDeleteRequest{Seq: seq, NoErase: seq == 2}, &del)
+		if del.Error != nil {
+			t.Fatal(del.Error)
+		}
+	}
+	close(release)
+	waitForCond(t, "local bytes within budget", func() bool {
+		ts := e.TierStatus()
+		return ts.LocalBytes <= budget && ts.Segments > 0
+	})
+	s := e.account("A").lookup("U")
+	firstSeg := func() (store.Segment, bool) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		_, cs := s.segmentLocked(1)
+		if cs == nil {
+			return store.Segment{}, false
+		}
+		return cs.seg, true
+	}
+	// The erased message's segment is rewritten (the first commit marked
+	// it), and no object holds the erased body any more.
+	erased := coldPayload(5, size)
+	waitForCond(t, "the erased message's segment rewritten", func() bool {
+		seg, ok := firstSeg()
+		if !ok || seg.Erased || e.TierStatus().Rewrites == 0 {
+			return false
+		}
+		for _, k := range listObjects(t, dir) {
+			if b, err := dir.GetRange(context.Background(), k, 0, -1); err != nil || bytes.Contains(b, erased) {
+				return false
+			}
+		}
+		return true
+	})
+	seg, _ := firstSeg()
+	if seg.First != 1 || seg.Last < 5 || seg.Live != seg.Last-seg.First-1 {
+		t.Fatalf("first segment %+v: want seqs 2 and 5 in its range and not live", seg)
+	}
+	s.mu.Lock()
+	coldMsgs := s.mu.cold.msgs
+	s.mu.Unlock()
+	if si := streamInfo(t, acc, "U"); si.State.Msgs != n-2 || si.State.NumDeleted != 2 {
+		t.Fatalf("state %+v", si.State)
+	}
+	var live uint64
+	for i := 1; i <= n; i++ {
+		r := getMsg(t, acc, "U", uint64(i))
+		if slices.Contains(gone, uint64(i)) {
+			if r.Error == nil || r.Error.ErrCode != 10037 {
+				t.Fatalf("deleted seq %d reads back: %+v", i, r)
+			}
+			continue
+		}
+		if r.Error != nil || !bytes.Equal(r.Message.Data, coldPayload(i, size)) {
+			t.Fatalf("seq %d: %+v", i, r.Error)
+		}
+		live++
+	}
+	if coldMsgs > live {
+		t.Fatalf("%d cold messages counted, %d held", coldMsgs, live)
 	}
 }
 

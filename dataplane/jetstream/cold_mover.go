@@ -133,6 +133,7 @@ type tiering struct {
 	gcDue atomic.Bool
 	// compacting holds tiered ranges not compacted yet; mover goroutine only.
 	compacting map[uint64]*pendingCompaction // by stream id
+	builder    tier.Builder                  // seals segments; mover goroutine only
 	lastTiered time.Time                     // the last range noted; mover goroutine only
 
 	uploads, uploadBytes, uploadErrors atomic.Int64
@@ -353,30 +354,40 @@ func (t *tiering) seal(s *stream, underBudget bool) (int, error) {
 	floor := max(s.coldFloorLocked(), s.mu.state.FirstSeq)
 	last, name := s.mu.state.LastSeq, s.mu.cfg.Name
 	n := sealEstimate(s.mu.state.Msgs, s.mu.state.Bytes, uint64(t.opts.SegmentBytes))
+	size := min(s.mu.state.Bytes, uint64(t.opts.SegmentBytes)) + n*48 // the object, index included
 	s.mu.Unlock()
 	hi := min(s.durable.Load(), last-1)
 	if last == 0 || floor > hi {
 		return 0, nil
 	}
 	n = min(n, hi-floor+1)
-	recs := make([]tier.Record, 0, n)
 	metas := make([]store.Message, 0, n)
-	// The bodies are copied into one buffer, not one allocation each: a
-	// segment of small messages would otherwise be thousands of them for
-	// the collector to scan while publishes run.
-	var body []byte
+	// One frozen view for the scan and the state summary beside it, so
+	// the commit can tell, from counts alone, whether any message went
+	// since (see sealed.removed).
+	view, err := s.ap.st.View()
+	if err != nil {
+		return 0, err
+	}
+	defer view.Close()
+	removed, known := uint64(0), false
+	if st, err := view.StreamState(s.id); err == nil {
+		removed, known = st.LastSeq-st.Msgs, true
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return 0, err
+	}
+	// Bodies go straight from the scan into the object; the builder's
+	// buffers are the mover's, reused segment after segment (so it keeps
+	// about one segment's worth).
+	b := &t.builder
+	b.Reset(tier.SegmentHeader{Stream: s.id, Incarnation: s.created.UnixNano(), Name: name, First: floor},
+		int(t.opts.BlockBytes), int(size))
 	var bytes uint64
-	err := s.ap.st.ScanMsgs(s.id, floor, hi+1, func(m *store.Message) error {
+	err = view.ScanMsgs(s.id, floor, hi+1, func(m *store.Message) error {
 		if m.Cold {
 			return errSealFull // a stub above the floor: never, but never tier it twice
 		}
-		if need := len(m.Header) + len(m.Data); cap(body)-len(body) < need {
-			body = make([]byte, 0, max(need, int(min(t.opts.SegmentBytes, 4<<20))))
-		}
-		at := len(body)
-		body = append(append(body, m.Header...), m.Data...)
-		hdr, data := body[at:at+len(m.Header):at+len(m.Header)], body[at+len(m.Header):len(body):len(body)]
-		recs = append(recs, tier.Record{Seq: m.Seq, Time: m.Time, TTL: m.TTL, Subject: m.Subject, Header: hdr, Data: data})
+		b.Add(m.Seq, m.Time, m.TTL, m.Subject, m.Header, m.Data)
 		metas = append(metas, store.Message{Seq: m.Seq, Subject: m.Subject, Time: m.Time, TTL: m.TTL,
 			HdrLen: len(m.Header), DataLen: len(m.Data)})
 		bytes += msgSize(m.Subject, m.Header, m.Data)
@@ -388,15 +399,20 @@ func (t *tiering) seal(s *stream, underBudget bool) (int, error) {
 	if err != nil && !errors.Is(err, errSealFull) {
 		return 0, err
 	}
-	if len(recs) == 0 || !underBudget && bytes < uint64(t.opts.SegmentBytes) {
+	view.Close() // the upload may be slow: release the view now
+	if len(metas) == 0 || !underBudget && bytes < uint64(t.opts.SegmentBytes) {
 		return 0, nil
 	}
-	first, lastSeq := floor, recs[len(recs)-1].Seq
-	seg, err := t.upload(s, name, first, lastSeq, bytes, recs, metas)
+	first, lastSeq := floor, metas[len(metas)-1].Seq
+	built, err := b.Finish(lastSeq, bytes)
 	if err != nil {
 		return 0, err
 	}
-	if r := s.ap.apply(&proposal{s: s, kind: propColdCommit, cold: &sealed{seg: seg, msgs: metas}}); r.err != nil {
+	seg, err := t.upload(s, first, lastSeq, bytes, built, metas)
+	if err != nil {
+		return 0, err
+	}
+	if r := s.ap.apply(&proposal{s: s, kind: propColdCommit, cold: &sealed{seg: seg, msgs: metas, removed: removed, removedKnown: known}}); r.err != nil {
 		t.gcDue.Store(true)
 		return 0, r.err
 	}
@@ -408,9 +424,9 @@ func (t *tiering) seal(s *stream, underBudget bool) (int, error) {
 }
 
 // upload records the intent for a new object of s covering [first,
-// last], builds the segment and puts it. The caller commits it; until
+// last] and puts the built segment there. The caller commits it; until
 // then the intent names the object for the deleter.
-func (t *tiering) upload(s *stream, name string, first, last, bytes uint64, recs []tier.Record, metas []store.Message) (store.Segment, error) {
+func (t *tiering) upload(s *stream, first, last, bytes uint64, built tier.Built, metas []store.Message) (store.Segment, error) {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	key := tier.SegmentKey(t.opts.Node, s.id, s.created.UnixNano(), first, last, hex.EncodeToString(id[:]))
@@ -425,13 +441,8 @@ func (t *tiering) upload(s *stream, name string, first, last, bytes uint64, recs
 	if r := s.ap.apply(&proposal{s: s, kind: propColdIntent, coldKey: key}); r.err != nil {
 		return store.Segment{}, r.err
 	}
-	built, err := tier.Build(tier.SegmentHeader{Stream: s.id, Incarnation: s.created.UnixNano(), Name: name,
-		First: first, Last: last, Bytes: bytes}, recs, int(t.opts.BlockBytes))
-	if err != nil {
-		return store.Segment{}, err
-	}
 	ctx, cancel := context.WithTimeout(t.ctx, t.opts.UploadTimeout)
-	err = t.st.Put(ctx, key, built.Object)
+	err := t.st.Put(ctx, key, built.Object)
 	cancel()
 	if err != nil {
 		t.uploadErrors.Add(1)
@@ -483,7 +494,12 @@ func (t *tiering) rewrite(list []*stream) (bool, error) {
 		if len(recs) == 0 {
 			continue
 		}
-		seg, err := t.upload(s, name, old.First, old.Last, bytes, recs, metas)
+		built, err := tier.Build(tier.SegmentHeader{Stream: s.id, Incarnation: s.created.UnixNano(), Name: name,
+			First: old.First, Last: old.Last, Bytes: bytes}, recs, int(t.opts.BlockBytes))
+		if err != nil {
+			return false, err
+		}
+		seg, err := t.upload(s, old.First, old.Last, bytes, built, metas)
 		if err != nil {
 			return false, err
 		}

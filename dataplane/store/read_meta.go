@@ -84,18 +84,30 @@ func (s *Store) LoadStream(id uint64) (StreamInfo, error) {
 	if err != nil {
 		return StreamInfo{}, fmt.Errorf("store: load stream %d: %w", id, err)
 	}
-	key = catalogKey(nil, id, catalogState)
-	err = s.eng.get(key, func(v []byte) error {
+	if info.State, err = streamState(s.eng, id); err != nil && !errors.Is(err, ErrNotFound) {
+		return StreamInfo{}, err
+	}
+	return info, nil
+}
+
+// streamState reads a stream's state summary; ErrNotFound if it has none.
+func streamState(r reader, id uint64) (StreamState, error) {
+	var st StreamState
+	key := catalogKey(nil, id, catalogState)
+	err := r.get(key, func(v []byte) error {
 		p, err := unseal(key, v)
 		if err != nil {
 			return err
 		}
-		return decodeState(key, p, &info.State)
+		return decodeState(key, p, &st)
 	})
-	if err != nil && !errors.Is(err, errKeyNotFound) {
-		return StreamInfo{}, fmt.Errorf("store: load stream %d state: %w", id, err)
+	if errors.Is(err, errKeyNotFound) {
+		return StreamState{}, notFound("stream %d state", id)
 	}
-	return info, nil
+	if err != nil {
+		return StreamState{}, fmt.Errorf("store: load stream %d state: %w", id, err)
+	}
+	return st, nil
 }
 
 // Consumers calls fn for each consumer of the stream, in name byte order.

@@ -89,20 +89,29 @@ func (s *Store) ScanMsgs(stream, first, last uint64, fn func(*Message) error) er
 		return err
 	}
 	defer s.life.release()
-	return s.walkMsgs(stream, first, last, func(m *Message, subj []byte) (bool, error) {
+	return scanMsgs(s.eng, stream, first, last, fn)
+}
+
+func scanMsgs(r reader, stream, first, last uint64, fn func(*Message) error) error {
+	return walkMsgs(r, stream, first, last, func(m *Message, subj []byte) (bool, error) {
 		m.Subject = string(subj)
 		return true, fn(m)
 	})
 }
 
+// walkMsgs is Store.walkMsgs over any reader.
+func (s *Store) walkMsgs(stream, first, last uint64, fn func(m *Message, subj []byte) (bool, error)) error {
+	return walkMsgs(s.eng, stream, first, last, fn)
+}
+
 // walkMsgs scans messages in [first, last), handing fn the decoded message
 // (aliasing engine memory, Subject unset) and its raw subject, so a filter
 // can reject a message without allocating.
-func (s *Store) walkMsgs(stream, first, last uint64, fn func(m *Message, subj []byte) (bool, error)) error {
+func walkMsgs(r reader, stream, first, last uint64, fn func(m *Message, subj []byte) (bool, error)) error {
 	lo := msgKey(make([]byte, 0, 18), stream, first)
 	hi := msgKey(make([]byte, 0, 18), stream, last)
 	var m Message
-	return s.eng.scan(lo, hi, false, func(k, v []byte) (bool, error) {
+	return r.scan(lo, hi, false, func(k, v []byte) (bool, error) {
 		p, err := unseal(k, v)
 		if err != nil {
 			return false, err

@@ -39,6 +39,18 @@ func (v *View) Close() error {
 	return err
 }
 
+// StreamState is the stream's state summary as the view sees it: the
+// summary every batch writes with its changes, so it describes exactly
+// the messages the view holds. ErrNotFound if the stream has none.
+func (v *View) StreamState(id uint64) (StreamState, error) {
+	return streamState(v.snap, id)
+}
+
+// ScanMsgs is Store.ScanMsgs read from the view.
+func (v *View) ScanMsgs(stream, first, last uint64, fn func(*Message) error) error {
+	return scanMsgs(v.snap, stream, first, last, fn)
+}
+
 // StreamRecords is Store.StreamRecords read from the view.
 func (v *View) StreamRecords(id uint64, fn func(key, payload []byte, meta bool) error) error {
 	ranges := []keyRange{

@@ -23,7 +23,8 @@ import (
 // Threading: every method is safe for concurrent use.
 type ObjectStore interface {
 	// Put stores data under key. It returns only once the object is
-	// durable in the store, and replaces any object under key.
+	// durable in the store, and replaces any object under key. It never
+	// reads data after it returns: the caller may reuse the buffer.
 	Put(ctx context.Context, key string, data []byte) error
 	// GetRange returns n bytes of key's object from off; n < 0 reads to
 	// the end. A short object is ErrTruncated, a missing one ErrNotFound.

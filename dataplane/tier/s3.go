@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -101,12 +102,14 @@ func (s *S3) key(k string) string {
 // 5 GiB single-PUT limit), then a HEAD that checks the stored size, since
 // a PUT through a misbehaving proxy can be cut short and still succeed.
 func (s *S3) Put(ctx context.Context, key string, data []byte) error {
+	body := &putBody{r: bytes.NewReader(data)}
 	_, err := s.c.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(s.key(key)),
-		Body:          bytes.NewReader(data),
+		Body:          body,
 		ContentLength: aws.Int64(int64(len(data))),
 	})
+	body.close()
 	if err != nil {
 		return fmt.Errorf("tier s3: put %s: %w", key, err)
 	}
@@ -119,6 +122,42 @@ func (s *S3) Put(ctx context.Context, key string, data []byte) error {
 	}
 	return nil
 }
+
+// putBody is a PUT's body that stops reading the caller's bytes once
+// closed. The HTTP transport may still be writing a request body when
+// the response has come (a server answering early with an error), and
+// Put promises not to read data after it returns.
+type putBody struct {
+	mu     sync.Mutex
+	r      *bytes.Reader // guarded by mu
+	closed bool          // guarded by mu
+}
+
+func (b *putBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, errPutDone
+	}
+	return b.r.Read(p)
+}
+
+func (b *putBody) Seek(off int64, whence int) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, errPutDone
+	}
+	return b.r.Seek(off, whence)
+}
+
+func (b *putBody) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+}
+
+var errPutDone = errors.New("tier s3: put already returned")
 
 // GetRange implements ObjectStore with a ranged GET; a body shorter than
 // asked for is ErrTruncated, never a short answer.

@@ -74,77 +74,153 @@ type Built struct {
 // h.MinTime and h.MaxTime are filled from recs; h.Bytes is the caller's
 // accounting and kept as given.
 func Build(h SegmentHeader, recs []Record, blockSize int) (Built, error) {
-	if len(recs) == 0 {
+	var b Builder
+	b.Reset(h, blockSize, len(recs)*64+int(h.Bytes))
+	for i := range recs {
+		r := &recs[i]
+		b.Add(r.Seq, r.Time, r.TTL, r.Subject, r.Header, r.Data)
+	}
+	return b.Finish(h.Last, h.Bytes)
+}
+
+// Builder seals a segment one record at a time, so a caller streaming
+// messages out of the store copies each body once, straight into the
+// object. Reset reuses the buffers of the segment before: a mover that
+// seals segment after segment allocates nothing per segment once warm.
+// The zero Builder is ready for Reset.
+type Builder struct {
+	h          SegmentHeader
+	blockSize  int
+	out, index []byte
+	blocks     []blockRef
+	// payloadAt is where the header's payload starts in out; start where
+	// the open block starts.
+	payloadAt, start int
+	count, prev      uint64
+	minT, maxT       int64
+	err              error
+}
+
+type blockRef struct {
+	off, n int
+	crc    uint32
+}
+
+// headerFixed is the header payload's size besides the name.
+const headerFixed = 8 + 8 + 6*8
+
+// Reset starts a segment of h's stream from h.First (Finish sets the
+// rest of the header), with blocks of about blockSize bytes; sizeHint is
+// the object size expected, to allocate once.
+func (b *Builder) Reset(h SegmentHeader, blockSize, sizeHint int) {
+	b.h, b.blockSize = h, blockSize
+	b.out = append(b.out[:0], segMagic[:]...)
+	if need := 256 + sizeHint; cap(b.out) < need {
+		b.out = append(make([]byte, 0, need), segMagic[:]...)
+	}
+	// The header's length is known now, its counts only at Finish: room
+	// is left for it and filled in then.
+	plen := headerFixed + len(binary.AppendUvarint(nil, uint64(len(h.Name)))) + len(h.Name)
+	b.out = binary.BigEndian.AppendUint32(b.out, uint32(plen))
+	b.payloadAt = len(b.out)
+	b.out = append(b.out, make([]byte, plen+4)...)
+	b.index = append(b.index[:0], 0) // the count goes first: written at Finish
+	b.blocks = b.blocks[:0]
+	b.start = len(b.out)
+	b.count, b.prev, b.minT, b.maxT, b.err = 0, 0, 0, 0, nil
+}
+
+// Add appends one message; sequences must ascend from h.First. The
+// bytes are copied.
+func (b *Builder) Add(seq uint64, t, ttl int64, subject string, hdr, data []byte) {
+	if b.err != nil {
+		return
+	}
+	if seq < b.h.First || (b.count > 0 && seq <= b.prev) {
+		b.err = fmt.Errorf("tier: record %d out of order or below %d", seq, b.h.First)
+		return
+	}
+	if b.count == 0 {
+		b.minT, b.maxT = t, t
+	}
+	b.count, b.prev = b.count+1, seq
+	b.minT, b.maxT = min(b.minT, t), max(b.maxT, t)
+	if len(b.out)-b.start >= b.blockSize {
+		b.blocks = append(b.blocks, blockRef{b.start, len(b.out) - b.start, crc(b.out[b.start:])})
+		b.start = len(b.out)
+	}
+	recOff := len(b.out) - b.start
+	out := binary.BigEndian.AppendUint64(b.out, seq)
+	out = binary.BigEndian.AppendUint64(out, uint64(t))
+	out = binary.AppendVarint(out, ttl)
+	out = appendString(out, subject)
+	out = appendField(out, hdr)
+	out = appendField(out, data)
+	b.out = out
+	index := binary.BigEndian.AppendUint64(b.index, seq)
+	index = binary.AppendUvarint(index, uint64(len(b.blocks)))
+	index = binary.AppendUvarint(index, uint64(recOff))
+	index = binary.AppendUvarint(index, uint64(len(b.out)-b.start-recOff))
+	index = binary.AppendVarint(index, t)
+	b.index = appendString(index, subject)
+}
+
+// Count is the number of messages added since Reset.
+func (b *Builder) Count() int { return int(b.count) }
+
+// Finish seals the segment as covering [h.First, last] (every message
+// added is in it) and holding bytes by the caller's accounting. The
+// object aliases the builder's buffer: it is valid until the next Reset.
+func (b *Builder) Finish(last, bytes uint64) (Built, error) {
+	if b.err != nil {
+		return Built{}, b.err
+	}
+	if b.count == 0 {
 		return Built{}, fmt.Errorf("tier: empty segment")
 	}
-	h.Count = uint64(len(recs))
-	h.MinTime, h.MaxTime = recs[0].Time, recs[0].Time
-	for _, r := range recs {
-		h.MinTime, h.MaxTime = min(h.MinTime, r.Time), max(h.MaxTime, r.Time)
+	if b.prev > last {
+		return Built{}, fmt.Errorf("tier: record %d out of range [%d, %d]", b.prev, b.h.First, last)
 	}
-	out := make([]byte, 0, 256+len(recs)*64+int(h.Bytes))
-	out = append(out, segMagic[:]...)
-	hp := binary.BigEndian.AppendUint64(nil, h.Stream)
+	h := b.h
+	h.Last, h.Count, h.Bytes, h.MinTime, h.MaxTime = last, b.count, bytes, b.minT, b.maxT
+	hp := binary.BigEndian.AppendUint64(b.out[b.payloadAt:b.payloadAt], h.Stream)
 	hp = binary.BigEndian.AppendUint64(hp, uint64(h.Incarnation))
-	hp = appendField(hp, []byte(h.Name))
+	hp = appendString(hp, h.Name)
 	for _, v := range [...]uint64{h.First, h.Last, h.Count, h.Bytes, uint64(h.MinTime), uint64(h.MaxTime)} {
 		hp = binary.BigEndian.AppendUint64(hp, v)
 	}
-	out = binary.BigEndian.AppendUint32(out, uint32(len(hp)))
-	out = append(out, hp...)
-	out = binary.BigEndian.AppendUint32(out, crc(hp))
+	binary.BigEndian.PutUint32(b.out[b.payloadAt+len(hp):], crc(hp))
 
-	type blockRef struct {
-		off, n int
-		crc    uint32
+	b.blocks = append(b.blocks, blockRef{b.start, len(b.out) - b.start, crc(b.out[b.start:])})
+	// The index starts with its count, a uvarint: the one byte reserved
+	// at Reset is replaced by as many as the count takes.
+	indexOff := len(b.out)
+	out := binary.AppendUvarint(b.out, b.count)
+	out = append(out, b.index[1:]...)
+	index := out[indexOff:]
+	footerAt := len(out)
+	out = binary.AppendUvarint(out, uint64(len(b.blocks)))
+	for _, bl := range b.blocks {
+		out = binary.AppendUvarint(out, uint64(bl.off))
+		out = binary.AppendUvarint(out, uint64(bl.n))
+		out = binary.BigEndian.AppendUint32(out, bl.crc)
 	}
-	var blocks []blockRef
-	index := binary.AppendUvarint(nil, uint64(len(recs)))
-	start := len(out)
-	var prev uint64
-	for i, r := range recs {
-		if r.Seq < h.First || r.Seq > h.Last || (i > 0 && r.Seq <= prev) {
-			return Built{}, fmt.Errorf("tier: record %d out of order or range [%d, %d]", r.Seq, h.First, h.Last)
-		}
-		prev = r.Seq
-		if len(out)-start >= blockSize {
-			blocks = append(blocks, blockRef{start, len(out) - start, crc(out[start:])})
-			start = len(out)
-		}
-		recOff := len(out) - start
-		out = binary.BigEndian.AppendUint64(out, r.Seq)
-		out = binary.BigEndian.AppendUint64(out, uint64(r.Time))
-		out = binary.AppendVarint(out, r.TTL)
-		out = appendField(out, []byte(r.Subject))
-		out = appendField(out, r.Header)
-		out = appendField(out, r.Data)
-		index = binary.BigEndian.AppendUint64(index, r.Seq)
-		index = binary.AppendUvarint(index, uint64(len(blocks)))
-		index = binary.AppendUvarint(index, uint64(recOff))
-		index = binary.AppendUvarint(index, uint64(len(out)-start-recOff))
-		index = binary.AppendVarint(index, r.Time)
-		index = appendField(index, []byte(r.Subject))
-	}
-	blocks = append(blocks, blockRef{start, len(out) - start, crc(out[start:])})
-	indexOff := len(out)
-	out = append(out, index...)
-	footer := binary.AppendUvarint(nil, uint64(len(blocks)))
-	for _, b := range blocks {
-		footer = binary.AppendUvarint(footer, uint64(b.off))
-		footer = binary.AppendUvarint(footer, uint64(b.n))
-		footer = binary.BigEndian.AppendUint32(footer, b.crc)
-	}
-	footer = binary.BigEndian.AppendUint64(footer, uint64(indexOff))
-	footer = binary.BigEndian.AppendUint64(footer, uint64(len(index)))
-	footer = binary.BigEndian.AppendUint32(footer, crc(index))
-	out = append(out, footer...)
+	out = binary.BigEndian.AppendUint64(out, uint64(indexOff))
+	out = binary.BigEndian.AppendUint64(out, uint64(len(index)))
+	out = binary.BigEndian.AppendUint32(out, crc(index))
+	footer := out[footerAt:]
 	out = binary.BigEndian.AppendUint32(out, uint32(len(footer)))
 	out = binary.BigEndian.AppendUint32(out, crc(footer))
 	out = append(out, segMagic[:]...)
+	b.out = out
 	return Built{Object: out, IndexOff: int64(indexOff)}, nil
 }
 
 func appendField(b, f []byte) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(f))), f...)
+}
+
+func appendString(b []byte, f string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(f))), f...)
 }
 

@@ -167,3 +167,47 @@ func TestParseSegmentKey(t *testing.T) {
 		}
 	}
 }
+
+// TestBuilderReuse: a builder reset for segment after segment, larger
+// then smaller, gives each the bytes Build gives it, and refuses
+// records out of order or past the range.
+func TestBuilderReuse(t *testing.T) {
+	var b Builder
+	for _, n := range []int{300, 5, 1, 120} {
+		recs := testRecords(n)
+		h := SegmentHeader{Stream: 7, Incarnation: 99, Name: fmt.Sprintf("S%d", n), First: 10, Last: recs[n-1].Seq + 1, Bytes: uint64(n) * 100}
+		want, err := Build(h, recs, 1024)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Reset(h, 1024, 0)
+		for _, r := range recs {
+			b.Add(r.Seq, r.Time, r.TTL, r.Subject, r.Header, r.Data)
+		}
+		if b.Count() != n {
+			t.Fatalf("count %d, want %d", b.Count(), n)
+		}
+		got, err := b.Finish(h.Last, h.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Object, want.Object) || got.IndexOff != want.IndexOff {
+			t.Fatalf("%d records: the reused builder's object differs from Build's", n)
+		}
+	}
+	b.Reset(SegmentHeader{First: 10}, 1024, 0)
+	b.Add(12, 0, 0, "a", nil, nil)
+	b.Add(11, 0, 0, "a", nil, nil)
+	if _, err := b.Finish(20, 0); err == nil {
+		t.Fatal("records out of order were sealed")
+	}
+	b.Reset(SegmentHeader{First: 10}, 1024, 0)
+	b.Add(15, 0, 0, "a", nil, nil)
+	if _, err := b.Finish(14, 0); err == nil {
+		t.Fatal("a record past the range was sealed")
+	}
+	b.Reset(SegmentHeader{First: 10}, 1024, 0)
+	if _, err := b.Finish(14, 0); err == nil {
+		t.Fatal("an empty segment was sealed")
+	}
+}
