@@ -249,7 +249,8 @@ func (c *consumer) update(cfg *api.ConsumerConfig) {
 		c.watchLocked()
 	}
 	c.setFiltersLocked(cfg)
-	c.mu.ahead, c.mu.aheadTo = nil, 0
+	c.recycleAheadLocked()
+	c.mu.aheadTo = 0
 	c.mu.dirty = true
 	c.mu.Unlock()
 	c.wake()

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,12 @@ type consumer struct {
 		order      []uint64               // pending's keys, ascending
 		nextDue    int64                  // no pending delivery is due before this (unix nanos); 0: unknown
 		ahead      []store.Message        // read-ahead of matching messages at or after sseq
+		aheadArr   []store.Message        // the list ahead is the rest of, from its start (recycleAheadLocked)
+		// push is the route to the deliver subject (pushRouteLocked).
+		push struct {
+			subject string
+			route   Route
+		}
 		// coldMsg is the last cold message fetched for delivery, so the
 		// pass that fetched it (with mu released) finds it again.
 		coldMsg store.Message
@@ -108,6 +115,7 @@ type pendingMsg struct {
 // pullRequest is one waiting CONSUMER.MSG.NEXT request.
 type pullRequest struct {
 	reply     string
+	route     Route // to reply, once a message went there (requestRouteLocked)
 	batch     int
 	maxBytes  int
 	expires   time.Time // zero: no expiry
@@ -454,9 +462,10 @@ const noRedelivery = time.Duration(1 << 62)
 
 // ackSubject is the reply subject a delivery carries (v1 form).
 func (c *consumer) ackSubject(dc, sseq, cseq uint64, ts int64, pending uint64) string {
-	b := make([]byte, 0, len(c.ackPrefix)+64)
-	b = append(b, c.ackPrefix...)
-	b = strconv.AppendUint(b, dc, 10)
+	// The numbers are formatted on the stack and the string built in
+	// one allocation: this runs once per message delivered.
+	var num [5 * 21]byte
+	b := strconv.AppendUint(num[:0], dc, 10)
 	b = append(b, '.')
 	b = strconv.AppendUint(b, sseq, 10)
 	b = append(b, '.')
@@ -465,7 +474,11 @@ func (c *consumer) ackSubject(dc, sseq, cseq uint64, ts int64, pending uint64) s
 	b = strconv.AppendInt(b, ts, 10)
 	b = append(b, '.')
 	b = strconv.AppendUint(b, pending, 10)
-	return string(b)
+	var sb strings.Builder
+	sb.Grow(len(c.ackPrefix) + len(b))
+	sb.WriteString(c.ackPrefix)
+	sb.Write(b)
+	return sb.String()
 }
 
 // encodeState snapshots the state for the store and clears dirty.
@@ -491,7 +504,8 @@ func (c *consumer) isDeleted() bool {
 func (c *consumer) purged(next uint64, all bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.mu.ahead, c.mu.aheadTo = nil, 0
+	c.recycleAheadLocked()
+	c.mu.aheadTo = 0
 	if all {
 		c.mu.lps = nil
 		c.npend.Store(0)

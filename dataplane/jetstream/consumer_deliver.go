@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
@@ -57,6 +58,7 @@ func (p *passBudget) full() bool {
 // as subject; subject empty means to itself (status messages).
 type outMsg struct {
 	to, subject, reply string
+	route              Route // to to, when the pass had one (nil: match to)
 	hdr, data          []byte
 }
 
@@ -100,7 +102,8 @@ func (c *consumer) run() {
 
 // deliver does everything due now and returns when to look again.
 func (c *consumer) deliver() time.Time {
-	var out []outMsg
+	op := outPool.Get().(*[]outMsg)
+	out := (*op)[:0]
 	c.mu.Lock()
 	now := c.now()
 	var next time.Time
@@ -149,6 +152,10 @@ func (c *consumer) deliver() time.Time {
 	c.mu.Unlock()
 
 	c.send(out)
+	if clear(out); cap(out) <= 4*readAhead {
+		*op = out[:0]
+		outPool.Put(op)
+	}
 	if resumed != nil {
 		c.a.consumerAdvisory("PAUSE", c, map[string]any{"type": "io.nats.jetstream.advisory.v1.consumer_pause",
 			"paused": false, "pause_until": resumed.UTC()})
@@ -201,23 +208,43 @@ func (c *consumer) awaitingInterestLocked() bool {
 }
 
 // target is where the next message goes: the deliver subject of a push
-// consumer with interest, or the first waiting pull request.
-func (c *consumer) targetLocked() (string, *pullRequest) {
+// consumer with interest, or the first waiting pull request; with the
+// route that delivers there.
+func (c *consumer) targetLocked() (string, Route, *pullRequest) {
 	cfg := c.mu.cfg
 	if cfg.DeliverSubject != "" {
-		if c.mu.fcPending != "" || !c.a.acc.HasInterest(cfg.DeliverSubject) {
-			return "", nil
+		rt := c.pushRouteLocked(cfg.DeliverSubject)
+		if c.mu.fcPending != "" || !rt.HasInterest() {
+			return "", nil, nil
 		}
-		return cfg.DeliverSubject, nil
+		return cfg.DeliverSubject, rt, nil
 	}
 	if len(c.mu.waiting) == 0 {
-		return "", nil
+		return "", nil, nil
 	}
 	r := c.pickRequestLocked(c.now())
 	if r == nil {
-		return "", nil
+		return "", nil, nil
 	}
-	return r.reply, r
+	return r.reply, c.requestRouteLocked(r), r
+}
+
+// pushRouteLocked is the route to a push consumer's deliver subject,
+// made again when the subject changes.
+func (c *consumer) pushRouteLocked(subj string) Route {
+	if c.mu.push.route == nil || c.mu.push.subject != subj {
+		c.mu.push.subject, c.mu.push.route = subj, c.a.acc.Route(subj)
+	}
+	return c.mu.push.route
+}
+
+// requestRouteLocked is the route to a pull request's reply subject,
+// made when the request first gets a message.
+func (c *consumer) requestRouteLocked(r *pullRequest) Route {
+	if r.route == nil {
+		r.route = c.a.acc.Route(r.reply)
+	}
+	return r.route
 }
 
 // deliverLocked hands out messages while a target and the limits allow;
@@ -230,7 +257,7 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) (at time.Time, mo
 		if pass.full() {
 			return time.Time{}, true
 		}
-		target, req := c.targetLocked()
+		target, route, req := c.targetLocked()
 		if target == "" {
 			return time.Time{}, false
 		}
@@ -253,7 +280,7 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) (at time.Time, mo
 		if atMax && !redelivery {
 			return time.Time{}, false
 		}
-		if req != nil && !c.a.acc.HasInterest(req.reply) {
+		if req != nil && !route.HasInterest() {
 			// The requester went away (nobody subscribes to its reply
 			// any more): the request is dropped, not fed, as on
 			// nats-server; only now, with a message for it, so one
@@ -317,7 +344,7 @@ func (c *consumer) deliverLocked(now time.Time, out *[]outMsg) (at time.Time, mo
 		c.mu.delivered = max(c.mu.delivered, m.Seq)
 		c.mu.lastDel = now
 		c.mu.dirty = true
-		*out = append(*out, outMsg{to: target, subject: m.Subject, reply: reply, hdr: hdr, data: data})
+		*out = append(*out, outMsg{to: target, route: route, subject: m.Subject, reply: reply, hdr: hdr, data: data})
 		pass.msgs++
 		pass.bytes += size
 		if req != nil {
@@ -430,8 +457,43 @@ func (c *consumer) fetchColdLocked(m store.Message) bool {
 	return true
 }
 
+// aheadPool holds read-ahead lists, emptied, the same way as outPool.
+var aheadPool = sync.Pool{New: func() any { return new([]store.Message) }}
+
+// newAhead returns an empty read-ahead list with room for size.
+func newAhead(size int) []store.Message {
+	p := aheadPool.Get().(*[]store.Message)
+	if cap(*p) >= size {
+		return (*p)[:0]
+	}
+	return make([]store.Message, 0, size)
+}
+
+// recycleAheadLocked empties the read-ahead buffer, returning its list
+// to the pool; the list holds no message once it is there.
+func (c *consumer) recycleAheadLocked() {
+	if a := c.mu.aheadArr; a != nil {
+		a = a[:cap(a)]
+		clear(a)
+		a = a[:0]
+		aheadPool.Put(&a)
+	}
+	c.mu.ahead, c.mu.aheadArr = nil, nil
+}
+
+// outPool holds delivery passes' lists, emptied: shared by every
+// consumer, so a busy one fills a list it had before without regrowing
+// it, and an idle one holds none.
+var outPool = sync.Pool{New: func() any { return new([]outMsg) }}
+
 // readAhead is how many stream sequences one scan covers.
 const readAhead = 512
+
+// aheadChunk is the allocation read-ahead copies bodies into, several
+// to a chunk: one allocation per message was most of what a busy
+// consumer of small messages gave the collector. A chunk lives until
+// the last message in it is delivered, so it stays small.
+const aheadChunk = 16 << 10
 
 // errAheadFull ends a read-ahead scan that holds aheadBytes or read
 // passReadBytes.
@@ -456,6 +518,16 @@ func (c *consumer) readAheadLocked(durable uint64, pass *passBudget) (m store.Me
 			return store.Message{}, false, true
 		}
 		end := min(durable+1, from+readAhead)
+		// One list per run, sized for the run when every message may
+		// match, so filling it never regrows it; bodies share chunks
+		// (see aheadChunk). Nothing is kept once the run is delivered:
+		// an idle consumer holds no buffer.
+		size := int(end - from)
+		if len(c.mu.filters) > 0 {
+			size = min(size, 32)
+		}
+		c.recycleAheadLocked()
+		var chunk []byte
 		held := 0
 		err := c.s.ap.st.ScanMsgs(c.s.id, from, end, func(m *store.Message) error {
 			pass.read += len(m.Header) + len(m.Data)
@@ -466,15 +538,26 @@ func (c *consumer) readAheadLocked(durable uint64, pass *passBudget) (m store.Me
 				}
 				return nil
 			}
-			// The scan's slices are reused: copy headers and data into
-			// one allocation.
-			buf := make([]byte, len(m.Header)+len(m.Data))
-			n := copy(buf, m.Header)
-			copy(buf[n:], m.Data)
+			// The scan's slices are reused: copy headers and data out.
+			need := len(m.Header) + len(m.Data)
+			if cap(chunk)-len(chunk) < need {
+				// Room for as many more of this size as the run may
+				// hold, up to a chunk: a consumer at the stream's tail
+				// reading one message at a time allocates just that.
+				chunk = make([]byte, 0, max(need, min(aheadChunk, need*int(end-m.Seq))))
+			}
+			at := len(chunk)
+			chunk = append(append(chunk, m.Header...), m.Data...)
+			buf := chunk[at:len(chunk):len(chunk)]
+			n := len(m.Header)
 			cp := store.Message{Seq: m.Seq, Subject: m.Subject, Data: buf[n:], Time: m.Time, TTL: m.TTL,
 				Cold: m.Cold, HdrLen: m.HdrLen, DataLen: m.DataLen}
 			if n > 0 {
 				cp.Header = buf[:n:n]
+			}
+			if c.mu.ahead == nil {
+				c.mu.ahead = newAhead(size)
+				c.mu.aheadArr = c.mu.ahead
 			}
 			c.mu.ahead = append(c.mu.ahead, cp)
 			if held += len(buf); held >= aheadBytes {
@@ -732,6 +815,10 @@ func (c *consumer) send(out []outMsg) {
 		subj := m.subject
 		if subj == "" {
 			subj = m.to
+		}
+		if m.route != nil {
+			m.route.Deliver(subj, m.reply, m.hdr, m.data)
+			continue
 		}
 		c.a.acc.Deliver(m.to, subj, m.reply, m.hdr, m.data)
 	}

@@ -106,7 +106,8 @@ func (c *consumer) reset(seq, startTimeSeq uint64) (uint64, uint64, error) {
 	clear(c.mu.pending)
 	c.mu.order, c.mu.rdq, c.mu.maxed, c.mu.lps = nil, nil, nil, nil
 	c.mu.nextDue = 0
-	c.mu.ahead, c.mu.aheadTo = nil, 0
+	c.recycleAheadLocked()
+	c.mu.aheadTo = 0
 	c.setSSeqLocked(seq)
 	c.mu.dseq, c.mu.delivered = 0, seq-1
 	c.mu.ackC, c.mu.ackS = 0, seq-1

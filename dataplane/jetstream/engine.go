@@ -41,9 +41,23 @@ type Account interface {
 	Deliver(to, subject, reply string, hdr, msg []byte)
 	// HasInterest reports whether anyone subscribes to subject.
 	HasInterest(subject string) bool
+	// Route returns a handle for delivering to the literal subject to
+	// many times: a consumer's per-message path, where matching the
+	// subject each time would dominate.
+	Route(to string) Route
 	// WatchInterest calls fn whenever a client subscribes to a filter
 	// matching subject; fn must not block.
 	WatchInterest(subject string, fn func()) (cancel func())
+}
+
+// Route delivers to one subject (see Account.Route); safe for
+// concurrent use. An alias of an unnamed interface, so the server's
+// accounts satisfy Account without this package importing theirs.
+type Route = interface {
+	// Deliver is Account.Deliver to the route's subject.
+	Deliver(subject, reply string, hdr, msg []byte)
+	// HasInterest is Account.HasInterest for the route's subject.
+	HasInterest() bool
 }
 
 // Options configure a node's JetStream.

@@ -67,6 +67,20 @@ func (a *fakeAccount) HasInterest(subj string) bool {
 
 func (a *fakeAccount) WatchInterest(string, func()) func() { return func() {} }
 
+// Route delivers through the account every time: the fake has no match
+// to remember.
+func (a *fakeAccount) Route(to string) Route { return fakeRoute{a, to} }
+
+type fakeRoute struct {
+	a  *fakeAccount
+	to string
+}
+
+func (r fakeRoute) Deliver(subj, reply string, hdr, msg []byte) {
+	r.a.Deliver(r.to, subj, reply, hdr, msg)
+}
+func (r fakeRoute) HasInterest() bool { return r.a.HasInterest(r.to) }
+
 func (a *fakeAccount) Publish(subj, reply string, hdr, msg []byte) {
 	a.Deliver(subj, subj, reply, hdr, msg)
 }

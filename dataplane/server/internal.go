@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/contrail/contrail/dataplane/subject"
 )
@@ -56,20 +57,69 @@ func (a *Account) Publish(subj, reply string, hdr, msg []byte) {
 // subject subj: JetStream hands a stored message to a consumer's inbox or
 // deliver subject, and the client sees the subject it was published on.
 func (a *Account) Deliver(to, subj, reply string, hdr, msg []byte) {
+	a.deliver(a.subs.MatchOnce([]byte(to)), to, nil, subj, reply, hdr, msg)
+}
+
+// Route is a handle for delivering to one subject again and again, as a
+// JetStream consumer delivers message after message to one pull
+// request's inbox or to its deliver subject: it remembers whom the
+// subject reaches while the account's subscriptions stay as they are.
+// Safe for concurrent use. An alias of an unnamed interface, so the
+// JetStream engine's seam can name the same type without importing
+// this package.
+type Route = interface {
+	// Deliver is Account.Deliver to the route's subject.
+	Deliver(subj, reply string, hdr, msg []byte)
+	// HasInterest is Account.HasInterest for the route's subject.
+	HasInterest() bool
+}
+
+// Route returns a Route to the literal subject to.
+func (a *Account) Route(to string) Route { return &subjectRoute{a: a, to: to, toB: []byte(to)} }
+
+type subjectRoute struct {
+	a    *Account
+	to   string
+	toB  []byte // to, converted once; never modified
+	memo subject.Memo[*subscription]
+}
+
+func (r *subjectRoute) Deliver(subj, reply string, hdr, msg []byte) {
+	r.a.deliver(r.match(), r.to, r.toB, subj, reply, hdr, msg)
+}
+
+func (r *subjectRoute) HasInterest() bool {
+	return anyInterest(r.match(), r.toB, 0)
+}
+
+func (r *subjectRoute) match() *subject.Result[*subscription] {
+	return r.a.subs.MatchMemo(r.toB, &r.memo)
+}
+
+// deliver hands a message to r, what to matches (see Deliver); toB is
+// to as bytes, or nil.
+func (a *Account) deliver(r *subject.Result[*subscription], to string, toB []byte, subj, reply string, hdr, msg []byte) {
 	s := senderPool.Get().(*sender)
 	s.srv = a.srv
-	r := a.subs.MatchOnce([]byte(to))
 	if !r.Empty() {
+		// The byte forms go in the sender's scratch, reused from message
+		// to message: whatever is delivered copies what it keeps.
+		s.scratch = slices.Grow(s.scratch[:0], len(to)+len(subj)+len(reply)+len(hdr)+len(msg))
 		hdrLen, body := -1, msg
 		if hdr != nil {
 			hdrLen = len(hdr)
-			body = make([]byte, 0, len(hdr)+len(msg))
-			body = append(append(body, hdr...), msg...)
+			at := len(s.scratch)
+			s.scratch = append(append(s.scratch, hdr...), msg...)
+			body = s.scratch[at:len(s.scratch):len(s.scratch)]
 		}
 		if to != subj {
-			s.links.deliverTo = []byte(to) // stream imports map the deliver subject
+			// Stream imports map the deliver subject.
+			if toB == nil {
+				toB = s.scratchString(to)
+			}
+			s.links.deliverTo = toB
 		}
-		s.deliverAll(r, true, []byte(subj), []byte(reply), hdrLen, body)
+		s.deliverAll(r, true, s.scratchString(subj), s.scratchString(reply), hdrLen, body)
 		s.links = linkCtx{}
 		// The server's own publishers never stall on a slow subscriber
 		// or queued work: they serve every account, the subscriber is
@@ -77,9 +127,22 @@ func (a *Account) Deliver(to, subj, reply string, hdr, msg []byte) {
 		// has no room for.
 		s.stall = nil
 		s.wakePending()
+		if cap(s.scratch) > maxScratch {
+			s.scratch = nil // a large message's room does not stay pooled
+		}
 	}
 	s.srv = nil
 	senderPool.Put(s)
+}
+
+// maxScratch is the most a pooled sender keeps of its scratch.
+const maxScratch = 64 << 10
+
+// scratchString appends v to the scratch and returns its bytes there.
+func (s *sender) scratchString(v string) []byte {
+	at := len(s.scratch)
+	s.scratch = append(s.scratch, v...)
+	return s.scratch[at:len(s.scratch):len(s.scratch)]
 }
 
 // HasInterest reports whether anyone in the account subscribes to subj:

@@ -32,6 +32,9 @@ type sender struct {
 	// (cluster_route.go).
 	noRoute bool
 	rt      []routeTarget
+	// scratch holds the byte forms of what the server itself delivers
+	// (Account.deliver), valid for one message.
+	scratch []byte
 }
 
 // route delivers a published message to every interested subscriber of

@@ -283,9 +283,14 @@ func (idx *Index[S]) Match(literal []byte) *Result[S] {
 // inboxes): it uses the cache but does not fill it, so one-off subjects do
 // not evict hot ones.
 func (idx *Index[S]) MatchOnce(literal []byte) *Result[S] {
-	idx.matches.Add(1)
 	idx.mu.RLock()
 	defer idx.mu.RUnlock()
+	return idx.matchOnceLocked(literal)
+}
+
+// Called with idx.mu held (read or write).
+func (idx *Index[S]) matchOnceLocked(literal []byte) *Result[S] {
+	idx.matches.Add(1)
 	if r, ok := idx.mu.cache[string(literal)]; ok {
 		idx.hits.Add(1)
 		return r
@@ -293,6 +298,38 @@ func (idx *Index[S]) MatchOnce(literal []byte) *Result[S] {
 	r := &Result[S]{}
 	matchNode(idx.mu.root, literal, r)
 	r.qnames = nil
+	return r
+}
+
+// Memo remembers what one literal subject matched, for a caller that
+// delivers to that subject again and again (a pull request's reply
+// inbox, a push consumer's deliver subject): while the index is
+// unchanged, MatchMemo answers from it without a walk or an allocation.
+// A Memo belongs to one subject; it is safe for concurrent use.
+type Memo[S comparable] struct {
+	p atomic.Pointer[memoEntry[S]]
+}
+
+type memoEntry[S comparable] struct {
+	gen uint64
+	r   *Result[S]
+}
+
+// MatchMemo is MatchOnce for the subject m remembers. The result must
+// not be modified.
+func (idx *Index[S]) MatchMemo(literal []byte, m *Memo[S]) *Result[S] {
+	if e := m.p.Load(); e != nil && e.gen == idx.gen.Load() {
+		idx.matches.Add(1)
+		idx.hits.Add(1)
+		return e.r
+	}
+	idx.mu.RLock()
+	// Read under the lock: every change bumps gen under the write lock,
+	// so the result is exactly the index at this gen.
+	gen := idx.gen.Load()
+	r := idx.matchOnceLocked(literal)
+	idx.mu.RUnlock()
+	m.p.Store(&memoEntry[S]{gen: gen, r: r})
 	return r
 }
 

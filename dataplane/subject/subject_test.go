@@ -211,3 +211,46 @@ func BenchmarkMatchCached(b *testing.B) {
 		idx.Match(subj)
 	}
 }
+
+// TestMatchMemo: a memo answers what a fresh match would, through every
+// kind of change to the index, and counts as a cache hit while nothing
+// changed.
+func TestMatchMemo(t *testing.T) {
+	idx := NewIndex[int]()
+	var m Memo[int]
+	subj := []byte("_INBOX.abc.1")
+	check := func(want ...int) {
+		t.Helper()
+		got := idx.MatchMemo(subj, &m)
+		fresh := idx.MatchOnce(subj)
+		plain := append([]int(nil), got.Plain...)
+		sort.Ints(plain)
+		freshPlain := append([]int(nil), fresh.Plain...)
+		sort.Ints(freshPlain)
+		if fmt.Sprint(plain) != fmt.Sprint(want) || fmt.Sprint(freshPlain) != fmt.Sprint(want) {
+			t.Fatalf("memo %v, fresh %v, want %v", plain, freshPlain, want)
+		}
+	}
+	check()
+	if err := idx.Insert("_INBOX.abc.*", "", 1); err != nil {
+		t.Fatal(err)
+	}
+	check(1)
+	before := idx.Stats().CacheHits
+	check(1)
+	if idx.Stats().CacheHits <= before {
+		t.Fatal("an unchanged index was matched again")
+	}
+	if err := idx.Insert("unrelated.>", "", 2); err != nil {
+		t.Fatal(err)
+	}
+	check(1)
+	if err := idx.Insert(">", "", 3); err != nil {
+		t.Fatal(err)
+	}
+	check(1, 3)
+	idx.Remove("_INBOX.abc.*", "", 1)
+	check(3)
+	idx.Remove(">", "", 3)
+	check()
+}
