@@ -346,6 +346,10 @@ func sealEstimate(msgs, bytes, segBytes uint64) uint64 {
 	return min(segBytes/max(bytes/msgs, 1)+1, 1<<20)
 }
 
+// keepBuilder is the most the mover's segment builder keeps between
+// segments.
+const keepBuilder = 8 << 20
+
 // seal builds, uploads and commits one segment of s from its cold floor:
 // up to SegmentBytes of durable messages, never the stream's last one
 // (start-up reads its headers). It returns the messages sealed.
@@ -377,8 +381,8 @@ func (t *tiering) seal(s *stream, underBudget bool) (int, error) {
 		return 0, err
 	}
 	// Bodies go straight from the scan into the object; the builder's
-	// buffers are the mover's, reused segment after segment (so it keeps
-	// about one segment's worth).
+	// buffers are the mover's, reused segment after segment (up to
+	// keepBuilder).
 	b := &t.builder
 	b.Reset(tier.SegmentHeader{Stream: s.id, Incarnation: s.created.UnixNano(), Name: name, First: floor},
 		int(t.opts.BlockBytes), int(size))
@@ -409,6 +413,9 @@ func (t *tiering) seal(s *stream, underBudget bool) (int, error) {
 		return 0, err
 	}
 	seg, err := t.upload(s, first, lastSeq, bytes, built, metas)
+	// Small segments reuse the buffers; a large one's go back to the
+	// collector rather than stay pinned while the mover idles.
+	b.Trim(keepBuilder)
 	if err != nil {
 		return 0, err
 	}

@@ -165,6 +165,14 @@ func (b *Builder) Add(seq uint64, t, ttl int64, subject string, hdr, data []byte
 	b.index = appendString(index, subject)
 }
 
+// Trim lets the buffers go if they hold more than max bytes, so a
+// builder kept between segments does not pin a large one.
+func (b *Builder) Trim(max int) {
+	if cap(b.out)+cap(b.index) > max {
+		*b = Builder{}
+	}
+}
+
 // Count is the number of messages added since Reset.
 func (b *Builder) Count() int { return int(b.count) }
 

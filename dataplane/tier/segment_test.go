@@ -210,4 +210,9 @@ func TestBuilderReuse(t *testing.T) {
 	if _, err := b.Finish(14, 0); err == nil {
 		t.Fatal("an empty segment was sealed")
 	}
+	b.Reset(SegmentHeader{First: 10}, 1024, 1<<20)
+	b.Trim(1 << 20)
+	if cap(b.out) != 0 {
+		t.Fatal("Trim kept a buffer over its bound")
+	}
 }
