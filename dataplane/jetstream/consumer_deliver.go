@@ -510,6 +510,9 @@ func (c *consumer) readAheadLocked(durable uint64, pass *passBudget) (m store.Me
 		c.mu.ahead = c.mu.ahead[1:]
 	}
 	for scans := 0; len(c.mu.ahead) == 0; scans++ {
+		// Drained: the list goes back to the pool now, so a consumer
+		// waiting for new messages holds none.
+		c.recycleAheadLocked()
 		from := max(c.mu.sseq, c.mu.aheadTo)
 		if from > durable {
 			return store.Message{}, false, false
@@ -520,13 +523,11 @@ func (c *consumer) readAheadLocked(durable uint64, pass *passBudget) (m store.Me
 		end := min(durable+1, from+readAhead)
 		// One list per run, sized for the run when every message may
 		// match, so filling it never regrows it; bodies share chunks
-		// (see aheadChunk). Nothing is kept once the run is delivered:
-		// an idle consumer holds no buffer.
+		// (see aheadChunk).
 		size := int(end - from)
 		if len(c.mu.filters) > 0 {
 			size = min(size, 32)
 		}
-		c.recycleAheadLocked()
 		var chunk []byte
 		held := 0
 		err := c.s.ap.st.ScanMsgs(c.s.id, from, end, func(m *store.Message) error {
