@@ -271,7 +271,7 @@ func (s *stream) commitColdLocked(sl *sealed, ap *applier) error {
 		ap.garbage = true
 		return nil
 	}
-	held, err := s.sealedHeldLocked(sl, ap)
+	held, all, err := s.sealedHeldLocked(sl, ap)
 	if err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ func (s *stream) commitColdLocked(sl *sealed, ap *applier) error {
 	j := 0
 	for i := range sl.msgs {
 		m := &sl.msgs[i]
-		if held != nil {
+		if !all {
 			for j < len(held) && held[j] < m.Seq {
 				j++
 			}
@@ -314,24 +314,22 @@ func (s *stream) commitColdLocked(sl *sealed, ap *applier) error {
 }
 
 // sealedHeldLocked returns the sequences of [sl.seg.First, sl.seg.Last]
-// the stream still holds, or nil when no message has gone since the
-// seal read its view: then all of sl.msgs are held, and the commit
-// neither reads the range nor waits for the group's writes to be
-// readable.
-func (s *stream) sealedHeldLocked(sl *sealed, ap *applier) ([]uint64, error) {
+// the stream still holds; all says no message has gone since the seal
+// read its view, so every one of sl.msgs is held and the commit neither
+// reads the range nor waits for the group's writes to be readable.
+func (s *stream) sealedHeldLocked(sl *sealed, ap *applier) (held []uint64, all bool, err error) {
 	st := &s.mu.state
 	if sl.removedKnown && st.LastSeq >= st.Msgs && st.LastSeq-st.Msgs == sl.removed {
-		return nil, nil
+		return nil, true, nil
 	}
 	if err := ap.visible(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	held := []uint64{}
-	err := ap.rd.MsgSeqs(s.id, sl.seg.First, sl.seg.Last+1, func(seq uint64) bool {
+	err = ap.rd.MsgSeqs(s.id, sl.seg.First, sl.seg.Last+1, func(seq uint64) bool {
 		held = append(held, seq)
 		return true
 	})
-	return held, err
+	return held, false, err
 }
 
 // storedSize is what a message counts against byte limits, whether its

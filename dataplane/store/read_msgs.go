@@ -92,16 +92,12 @@ func (s *Store) ScanMsgs(stream, first, last uint64, fn func(*Message) error) er
 	return scanMsgs(s.eng, stream, first, last, fn)
 }
 
+// scanMsgs is ScanMsgs over any reader (the store, or a View).
 func scanMsgs(r reader, stream, first, last uint64, fn func(*Message) error) error {
 	return walkMsgs(r, stream, first, last, func(m *Message, subj []byte) (bool, error) {
 		m.Subject = string(subj)
 		return true, fn(m)
 	})
-}
-
-// walkMsgs is Store.walkMsgs over any reader.
-func (s *Store) walkMsgs(stream, first, last uint64, fn func(m *Message, subj []byte) (bool, error)) error {
-	return walkMsgs(s.eng, stream, first, last, fn)
 }
 
 // walkMsgs scans messages in [first, last), handing fn the decoded message
@@ -181,14 +177,14 @@ func (s *Store) NextMsg(stream, start uint64, filter string) (Message, error) {
 	var err error
 	switch {
 	case filter == "" || filter == ">":
-		err = s.walkMsgs(stream, start, math.MaxUint64, func(m *Message, subj []byte) (bool, error) {
+		err = walkMsgs(s.eng, stream, start, math.MaxUint64, func(m *Message, subj []byte) (bool, error) {
 			found, ok = ownMsg(m, subj), true
 			return false, nil
 		})
 	case subject.IsLiteral(filter):
 		found, ok, err = s.nextIndexed(stream, filter, start, false)
 	default:
-		err = s.walkMsgs(stream, start, math.MaxUint64, func(m *Message, subj []byte) (bool, error) {
+		err = walkMsgs(s.eng, stream, start, math.MaxUint64, func(m *Message, subj []byte) (bool, error) {
 			if !subject.Matches(filter, unsafe.String(unsafe.SliceData(subj), len(subj))) {
 				return true, nil
 			}

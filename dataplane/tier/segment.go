@@ -120,7 +120,8 @@ func (b *Builder) Reset(h SegmentHeader, blockSize, sizeHint int) {
 	}
 	// The header's length is known now, its counts only at Finish: room
 	// is left for it and filled in then.
-	plen := headerFixed + len(binary.AppendUvarint(nil, uint64(len(h.Name)))) + len(h.Name)
+	var nameLen [binary.MaxVarintLen64]byte
+	plen := headerFixed + binary.PutUvarint(nameLen[:], uint64(len(h.Name))) + len(h.Name)
 	b.out = binary.BigEndian.AppendUint32(b.out, uint32(plen))
 	b.payloadAt = len(b.out)
 	b.out = append(b.out, make([]byte, plen+4)...)
@@ -153,7 +154,7 @@ func (b *Builder) Add(seq uint64, t, ttl int64, subject string, hdr, data []byte
 	out := binary.BigEndian.AppendUint64(b.out, seq)
 	out = binary.BigEndian.AppendUint64(out, uint64(t))
 	out = binary.AppendVarint(out, ttl)
-	out = appendString(out, subject)
+	out = appendField(out, subject)
 	out = appendField(out, hdr)
 	out = appendField(out, data)
 	b.out = out
@@ -162,7 +163,7 @@ func (b *Builder) Add(seq uint64, t, ttl int64, subject string, hdr, data []byte
 	index = binary.AppendUvarint(index, uint64(recOff))
 	index = binary.AppendUvarint(index, uint64(len(b.out)-b.start-recOff))
 	index = binary.AppendVarint(index, t)
-	b.index = appendString(index, subject)
+	b.index = appendField(index, subject)
 }
 
 // Trim lets the buffers go if they hold more than max bytes, so a
@@ -172,9 +173,6 @@ func (b *Builder) Trim(max int) {
 		*b = Builder{}
 	}
 }
-
-// Count is the number of messages added since Reset.
-func (b *Builder) Count() int { return int(b.count) }
 
 // Finish seals the segment as covering [h.First, last] (every message
 // added is in it) and holding bytes by the caller's accounting. The
@@ -193,7 +191,7 @@ func (b *Builder) Finish(last, bytes uint64) (Built, error) {
 	h.Last, h.Count, h.Bytes, h.MinTime, h.MaxTime = last, b.count, bytes, b.minT, b.maxT
 	hp := binary.BigEndian.AppendUint64(b.out[b.payloadAt:b.payloadAt], h.Stream)
 	hp = binary.BigEndian.AppendUint64(hp, uint64(h.Incarnation))
-	hp = appendString(hp, h.Name)
+	hp = appendField(hp, h.Name)
 	for _, v := range [...]uint64{h.First, h.Last, h.Count, h.Bytes, uint64(h.MinTime), uint64(h.MaxTime)} {
 		hp = binary.BigEndian.AppendUint64(hp, v)
 	}
@@ -224,11 +222,9 @@ func (b *Builder) Finish(last, bytes uint64) (Built, error) {
 	return Built{Object: out, IndexOff: int64(indexOff)}, nil
 }
 
-func appendField(b, f []byte) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(f))), f...)
-}
-
-func appendString(b []byte, f string) []byte {
+// appendField appends f with its length before it, as every variable
+// field of a segment is written.
+func appendField[T string | []byte](b []byte, f T) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(f))), f...)
 }
 
