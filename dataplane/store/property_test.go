@@ -44,9 +44,19 @@ func TestPropertyPebbleMatchesMemory(t *testing.T) {
 			continue
 		}
 		pb, mb := ph.s.NewBatch(), mh.s.NewBatch()
-		for n := 1 + rng.IntN(4); n > 0; n-- {
+		for n := 1 + rng.IntN(12); n > 0; n-- {
 			randomOp(rng, md, pb, mb)
 			done++
+			if rng.IntN(8) == 0 {
+				// Reads through the batch see every write so far, in
+				// the order made, however Pebble's batch holds them
+				// back (pebbleBatch's runs).
+				pr, mr := pb.Reader(), mb.Reader()
+				checkSame(t, pr, mr)
+				randomOp(rng, md, pb, mb)
+				done++
+				checkDedupSame(t, pr, mr)
+			}
 		}
 		// Unsynced commits are read back at once, and a reopen (a clean
 		// close) keeps them.
@@ -137,6 +147,22 @@ func randomOp(rng *rand.Rand, md *model, bs ...*Batch) {
 			b.PutConsumer(stream, name, []byte("{}"))
 			b.PutConsumerState(stream, name, state)
 		})
+	}
+}
+
+// checkDedupSame compares the two stores' point reads of every dedup id
+// randomOp writes.
+func checkDedupSame(t *testing.T, a, b *Store) {
+	t.Helper()
+	for stream := uint64(1); stream <= 3; stream++ {
+		for i := range 50 {
+			id := fmt.Sprint("id", i)
+			da, errA := a.Dedup(stream, id)
+			db, errB := b.Dedup(stream, id)
+			if da != db || (errA == nil) != (errB == nil) {
+				t.Fatalf("stream %d dedup %q: pebble %+v, %v; mem %+v, %v", stream, id, da, errA, db, errB)
+			}
+		}
 	}
 }
 
