@@ -24,12 +24,21 @@ const (
 	fsyncSlots = 64
 	// fsyncSamples is how many write+flush pairs one probe times.
 	fsyncSamples = 500
+	// fsyncIdleGap is how long the idle probe sleeps before each write:
+	// about one loopback round trip, the time a single synchronous
+	// publisher leaves between one acknowledgement and its next write.
+	fsyncIdleGap = 100 * time.Microsecond
 )
 
 // fsyncProbe times n writes of one block, each followed by a data flush
 // (fdatasync where there is one), in a file created in dir and removed
-// after; it returns the per-write latencies in µs, sorted.
-func fsyncProbe(dir string, n int) ([]float64, error) {
+// after; it returns the per-write latencies in µs, sorted. With gap > 0
+// the probe sleeps that long before each write, so every write starts
+// from an idle CPU as a lone synchronous publisher's does; back to back
+// (gap 0) the CPU never idles long and the flush is cheaper, on virtual
+// machines by tens of µs (the guest's idle state delays the wake-up
+// that ends the flush).
+func fsyncProbe(dir string, n int, gap time.Duration) ([]float64, error) {
 	f, err := os.CreateTemp(dir, "fsync-probe-")
 	if err != nil {
 		return nil, fmt.Errorf("fsync probe: %w", err)
@@ -54,6 +63,9 @@ func fsyncProbe(dir string, n int) ([]float64, error) {
 	lat := make([]float64, 0, n)
 	for i := range n {
 		block[0] = byte(i) // each write changes the block
+		if gap > 0 {
+			time.Sleep(gap)
+		}
 		start := time.Now()
 		if _, err := f.WriteAt(block, int64((i%fsyncSlots)*fsyncBlock)); err != nil {
 			return nil, fmt.Errorf("fsync probe: writing %s: %w", path, err)
@@ -77,11 +89,16 @@ func percentile(sorted []float64, q float64) float64 {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-// fsyncP50 probes dir and returns the median write+flush latency in µs.
-func fsyncP50(dir string) (float64, error) {
-	lat, err := fsyncProbe(filepath.Clean(dir), fsyncSamples)
+// fsyncP50 probes dir and returns the median write+flush latency in µs,
+// back to back and after an idle gap.
+func fsyncP50(dir string) (busy, idle float64, err error) {
+	lat, err := fsyncProbe(filepath.Clean(dir), fsyncSamples, 0)
 	if err != nil {
-		return math.NaN(), err
+		return math.NaN(), math.NaN(), err
 	}
-	return percentile(lat, 0.5), nil
+	busy = percentile(lat, 0.5)
+	if lat, err = fsyncProbe(filepath.Clean(dir), fsyncSamples, fsyncIdleGap); err != nil {
+		return math.NaN(), math.NaN(), err
+	}
+	return busy, percentile(lat, 0.5), nil
 }

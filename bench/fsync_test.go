@@ -8,29 +8,32 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFsyncProbe(t *testing.T) {
 	dir := t.TempDir()
-	lat, err := fsyncProbe(dir, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(lat) != 20 {
-		t.Fatalf("got %d samples, want 20", len(lat))
-	}
-	for i, v := range lat {
-		if !(v > 0) || (i > 0 && v < lat[i-1]) {
-			t.Fatalf("samples not positive and sorted: %v", lat)
+	for _, gap := range []time.Duration{0, fsyncIdleGap} {
+		lat, err := fsyncProbe(dir, 20, gap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lat) != 20 {
+			t.Fatalf("gap %v: got %d samples, want 20", gap, len(lat))
+		}
+		for i, v := range lat {
+			if !(v > 0) || (i > 0 && v < lat[i-1]) {
+				t.Fatalf("gap %v: samples not positive and sorted: %v", gap, lat)
+			}
 		}
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("probe left %d file(s) behind", len(left))
 	}
-	if p, err := fsyncP50(dir); err != nil || !(p > 0) {
-		t.Errorf("fsyncP50 = %v, %v", p, err)
+	if busy, idle, err := fsyncP50(dir); err != nil || !(busy > 0) || !(idle > 0) {
+		t.Errorf("fsyncP50 = %v, %v, %v", busy, idle, err)
 	}
-	if _, err := fsyncProbe(dir+"/missing", 1); err == nil {
+	if _, err := fsyncProbe(dir+"/missing", 1, 0); err == nil {
 		t.Error("missing dir: want error")
 	}
 }
@@ -77,13 +80,13 @@ func TestWithClients(t *testing.T) {
 func TestSyncRows(t *testing.T) {
 	w := Workload{Name: "js pub sync", Latency: true, Sync: true}
 	mk := func(clients int, c, n []float64) *result {
-		return &result{w: w, clients: clients, fsync: []float64{250, 200, 300}, errs: map[string]error{},
+		return &result{w: w, clients: clients, fsync: []float64{250, 200, 300}, fsyncIdle: []float64{290, 280, 310}, errs: map[string]error{},
 			rounds: map[string][][]float64{sideContrail: {c}, sideNatsServer: {n}}}
 	}
 	// One client: target = fsync p50 250 + nats-server p50 60 + 50 = 360.
 	var out bytes.Buffer
 	printTable(&out, []*result{mk(1, []float64{2000, 350}, []float64{9000, 60})}, 1)
-	for _, want := range []string{"fsync p50 (us) 250.0", "p50 target (us) 360.0 meets", "fsync p50: write+fdatasync"} {
+	for _, want := range []string{"fsync p50 (us) 250.0", "fsync p50 idle (us) 290.0", "p50 target (us) 360.0 meets", "fsync p50: write+fdatasync"} {
 		if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
@@ -98,8 +101,8 @@ func TestSyncRows(t *testing.T) {
 	// A failed side has no verdict.
 	r := mk(1, []float64{2000, 350}, []float64{9000, 60})
 	r.errs[sideContrail] = os.ErrClosed
-	if rows := syncRows(r); rows[1][4] != "-" {
-		t.Errorf("failed side: verdict %q", rows[1][4])
+	if rows := syncRows(r); rows[len(rows)-1][4] != "-" {
+		t.Errorf("failed side: verdict %q", rows[len(rows)-1][4])
 	}
 	// No nats-server figures: no target.
 	r = mk(1, []float64{2000, 350}, nil)

@@ -192,12 +192,13 @@ func benchmark(ctx context.Context, cfg config) error {
 			if w.Sync {
 				// The same filesystem as both data dirs, probed each
 				// round so the figure sees the load the runs see.
-				fs, err := fsyncP50(root)
+				fs, idle, err := fsyncP50(root)
 				if err != nil {
 					return err
 				}
 				r.fsync = append(r.fsync, fs)
-				fmt.Printf("  round %d/%d  %-11s  fsync p50 (us) %.1f\n", round+1, cfg.rounds, "disk", fs)
+				r.fsyncIdle = append(r.fsyncIdle, idle)
+				fmt.Printf("  round %d/%d  %-11s  fsync p50 (us) %.1f | after idle %.1f\n", round+1, cfg.rounds, "disk", fs, idle)
 			}
 			order := []string{sideContrail, sideNatsServer}
 			if round%2 == 1 { // alternate who goes first: C N, N C, C N ...
