@@ -4,7 +4,9 @@ package provider_test
 // installed by `make tools`) drives the provider, served in-process
 // (ProtoV6ProviderFactories, so nothing is downloaded), against a real
 // `contrail dev` that TestMain builds and starts on free ports with its
-// own data directory. Each test signs up its own organization.
+// own data directory. Each test signs up its own organization. Every
+// exchange with the control plane passes a proxy that holds it to
+// openapi/openapi.yaml (spec_test.go).
 
 import (
 	"bytes"
@@ -83,7 +85,24 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer stop()
-	return m.Run()
+	// Everything the tests and the provider send goes through the spec
+	// check; the tests read dev.URL, so they all do.
+	proxy, err := startSpecProxy(dev.URL)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer proxy.Close()
+	dev.URL = proxy.URL()
+	code := m.Run()
+	if bad := proxy.violations(); len(bad) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: %d exchange(s) do not match openapi/openapi.yaml:\n", len(bad))
+		for _, b := range bad {
+			fmt.Fprintln(os.Stderr, "  "+b)
+		}
+		return 1
+	}
+	return code
 }
 
 func goEnv(name string) string {
