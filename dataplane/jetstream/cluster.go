@@ -99,18 +99,23 @@ var errNotAppended = &api.Error{Code: 503, ErrCode: api.CodeClusterNotAvailable,
 	Description: "JetStream system temporarily unavailable"}
 
 // isNotAppended reports whether err is errNotAppended (by identity).
-func isNotAppended(err error) bool {
-	var ae *api.Error
-	return errors.As(err, &ae) && ae == errNotAppended
-}
+func isNotAppended(err error) bool { return isSentinel(err, errNotAppended) }
 
 // isFateUnknown reports whether err (a proposal's outcome) must not be
 // answered.
-// It compares identity: *api.Error matches by code, and a real 10008 is
-// an answer.
-func isFateUnknown(err error) bool {
+func isFateUnknown(err error) bool { return isSentinel(err, errFateUnknown) }
+
+// isSentinel reports whether the first *api.Error in err's chain is
+// target itself. It compares identity: *api.Error matches by code, and a
+// real 10008 is an answer. A nil err, every successful publish's, returns
+// before errors.As, whose target would escape: two allocations per
+// acknowledgement otherwise.
+func isSentinel(err error, target *api.Error) bool {
+	if err == nil {
+		return false
+	}
 	var ae *api.Error
-	return errors.As(err, &ae) && ae == errFateUnknown
+	return errors.As(err, &ae) && ae == target
 }
 
 // replyFateUnknown reports whether resp, an API reply, carries

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"encoding/json"
 	"strconv"
+	"sync"
 	"unsafe"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
@@ -108,19 +109,33 @@ func ackPublish(p *proposal, r result) {
 	if cfg.NoAck {
 		return
 	}
-	var b []byte
 	if r.err != nil {
 		// nats-server names the stream in a refusal too: {"error":…,"stream":…,"seq":0}.
-		b, _ = json.Marshal(api.PubAckResponse{Error: api.Prefer(r.err, api.NewStreamStoreFailedError(r.err)),
+		b, _ := json.Marshal(api.PubAckResponse{Error: api.Prefer(r.err, api.NewStreamStoreFailedError(r.err)),
 			PubAck: &api.PubAck{Stream: cfg.Name}})
-	} else {
-		b = appendPubAck(make([]byte, 0, 64+len(cfg.Name)+len(r.val)), cfg.Name, r.seq, r.dup, s.e.opts.Domain)
-		if r.val != "" {
-			b = appendCounterVal(b, r.val)
-		}
+		p.acct.acc.Publish(p.reply, "", nil, b)
+		return
+	}
+	bp := ackBufs.Get().(*[]byte)
+	b := appendPubAck((*bp)[:0], cfg.Name, r.seq, r.dup, s.e.opts.Domain)
+	if r.val != "" {
+		b = appendCounterVal(b, r.val)
 	}
 	p.acct.acc.Publish(p.reply, "", nil, b)
+	if cap(b) <= maxAckBuf {
+		*bp = b[:0]
+		ackBufs.Put(bp)
+	}
 }
+
+// ackBufs holds the buffers PubAcks are written into, one per
+// acknowledgement otherwise: Publish copies what it delivers, so a buffer
+// is free again once it returns.
+var ackBufs = sync.Pool{New: func() any { b := make([]byte, 0, 128); return &b }}
+
+// maxAckBuf is the most room a pooled PubAck buffer keeps (a long
+// stream name, domain or counter total grows it).
+const maxAckBuf = 1 << 10
 
 // appendPubAck writes {"stream":…,"seq":…} by hand: it is on the hot path.
 func appendPubAck(b []byte, stream string, seq uint64, dup bool, domain string) []byte {

@@ -57,7 +57,8 @@ func (a *Account) Publish(subj, reply string, hdr, msg []byte) {
 // subject subj: JetStream hands a stored message to a consumer's inbox or
 // deliver subject, and the client sees the subject it was published on.
 func (a *Account) Deliver(to, subj, reply string, hdr, msg []byte) {
-	a.deliver(a.subs.MatchOnce([]byte(to)), to, nil, subj, reply, hdr, msg)
+	s := senderPool.Get().(*sender)
+	a.deliver(s, a.subs.MatchOnceInto([]byte(to), &s.match), to, nil, subj, reply, hdr, msg)
 }
 
 // Route is a handle for delivering to one subject again and again, as a
@@ -85,7 +86,7 @@ type subjectRoute struct {
 }
 
 func (r *subjectRoute) Deliver(subj, reply string, hdr, msg []byte) {
-	r.a.deliver(r.match(), r.to, r.toB, subj, reply, hdr, msg)
+	r.a.deliver(senderPool.Get().(*sender), r.match(), r.to, r.toB, subj, reply, hdr, msg)
 }
 
 func (r *subjectRoute) HasInterest() bool {
@@ -96,10 +97,10 @@ func (r *subjectRoute) match() *subject.Result[*subscription] {
 	return r.a.subs.MatchMemo(r.toB, &r.memo)
 }
 
-// deliver hands a message to r, what to matches (see Deliver); toB is
-// to as bytes, or nil.
-func (a *Account) deliver(r *subject.Result[*subscription], to string, toB []byte, subj, reply string, hdr, msg []byte) {
-	s := senderPool.Get().(*sender)
+// deliver hands a message to r, what to matches (see Deliver), through
+// s, a sender from senderPool, which it puts back; toB is to as bytes,
+// or nil.
+func (a *Account) deliver(s *sender, r *subject.Result[*subscription], to string, toB []byte, subj, reply string, hdr, msg []byte) {
 	s.srv = a.srv
 	if !r.Empty() {
 		// The byte forms go in the sender's scratch, reused from message
@@ -132,6 +133,7 @@ func (a *Account) deliver(r *subject.Result[*subscription], to string, toB []byt
 		}
 	}
 	s.srv = nil
+	s.match.Reset()
 	senderPool.Put(s)
 }
 

@@ -35,6 +35,10 @@ type sender struct {
 	// scratch holds the byte forms of what the server itself delivers
 	// (Account.deliver), valid for one message.
 	scratch []byte
+	// match holds what a one-off subject matched (subject.MatchOnceInto),
+	// valid for one message: acknowledgements and replies match nothing
+	// cached, and would otherwise allocate a result each.
+	match subject.Result[*subscription]
 }
 
 // route delivers a published message to every interested subscriber of
@@ -45,7 +49,8 @@ func (c *client) route(subj, reply []byte, hdrLen int, msg []byte) {
 	}
 	var r *subject.Result[*subscription]
 	if oneShot(subj) {
-		r = c.acc.subs.MatchOnce(subj)
+		r = c.acc.subs.MatchOnceInto(subj, &c.match)
+		defer c.match.Reset() // holds no subscription past the message
 	} else {
 		r = c.acc.subs.Match(subj)
 	}

@@ -288,6 +288,36 @@ func (idx *Index[S]) MatchOnce(literal []byte) *Result[S] {
 	return idx.matchOnceLocked(literal)
 }
 
+// MatchOnceInto is MatchOnce for a caller that matches one-off subjects
+// again and again (the server's acknowledgements, a client's replies): a
+// subject not in the cache is matched into scratch, emptied first and
+// reused from call to call, so the match allocates nothing. The result
+// (scratch, or a cached one) must not be modified, and is valid until
+// scratch is reused.
+func (idx *Index[S]) MatchOnceInto(literal []byte, scratch *Result[S]) *Result[S] {
+	idx.mu.RLock()
+	defer idx.mu.RUnlock()
+	idx.matches.Add(1)
+	if r, ok := idx.mu.cache[string(literal)]; ok {
+		idx.hits.Add(1)
+		return r
+	}
+	scratch.Reset()
+	matchNode(idx.mu.root, literal, scratch)
+	return scratch
+}
+
+// Reset empties r for reuse, keeping its room, and drops what it held
+// so that a kept scratch result does not keep subscribers alive.
+func (r *Result[S]) Reset() {
+	clear(r.Plain)
+	r.Plain = r.Plain[:0]
+	clear(r.Queues)
+	r.Queues = r.Queues[:0]
+	clear(r.qnames)
+	r.qnames = r.qnames[:0]
+}
+
 // Called with idx.mu held (read or write).
 func (idx *Index[S]) matchOnceLocked(literal []byte) *Result[S] {
 	idx.matches.Add(1)

@@ -254,3 +254,40 @@ func TestMatchMemo(t *testing.T) {
 	idx.Remove(">", "", 3)
 	check()
 }
+
+// TestMatchOnceInto: matching one-off subjects into one scratch result
+// answers what MatchOnce answers, subject after subject, keeps nothing of
+// the previous match, allocates nothing once the scratch has grown, and
+// hands back a cached result as it is.
+func TestMatchOnceInto(t *testing.T) {
+	idx := NewIndex[string]()
+	for _, s := range []struct{ filter, queue, id string }{
+		{"_INBOX.a.*", "", "a"}, {"_INBOX.>", "", "all"}, {"_INBOX.b.1", "", "b1"},
+		{"_INBOX.b.*", "q", "q1"}, {"_INBOX.*.1", "q", "q2"},
+	} {
+		if err := idx.Insert(s.filter, s.queue, s.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var scratch Result[string]
+	for round := 0; round < 2; round++ {
+		for _, subj := range []string{"_INBOX.a.1", "_INBOX.b.1", "_INBOX.c.2", "other", "_INBOX.b.2"} {
+			gotPlain, gotQueues := names(idx.MatchOnceInto([]byte(subj), &scratch))
+			wantPlain, wantQueues := names(idx.MatchOnce([]byte(subj)))
+			if fmt.Sprint(gotPlain, gotQueues) != fmt.Sprint(wantPlain, wantQueues) {
+				t.Fatalf("%s: into scratch %v %v, MatchOnce %v %v", subj, gotPlain, gotQueues, wantPlain, wantQueues)
+			}
+		}
+	}
+	scratch.Reset()
+	if !scratch.Empty() || cap(scratch.Plain) == 0 {
+		t.Fatalf("Reset: %+v, want empty with its room kept", scratch)
+	}
+	if n := testing.AllocsPerRun(100, func() { idx.MatchOnceInto([]byte("_INBOX.a.7"), &scratch) }); n != 0 {
+		t.Errorf("a match into grown scratch allocates %v times", n)
+	}
+	cached := idx.Match([]byte("_INBOX.a.9"))
+	if got := idx.MatchOnceInto([]byte("_INBOX.a.9"), &scratch); got != cached {
+		t.Error("a cached subject was matched again instead of answered from the cache")
+	}
+}
