@@ -17,24 +17,26 @@ func sortSeqs(s []uint64) { slices.Sort(s) }
 // onAck handles a reply on one of the consumer's ack subjects:
 // $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>.
 func (c *consumer) onAck(subj, reply, _, msg []byte) {
-	rest, ok := strings.CutPrefix(string(subj), c.ackPrefix)
+	if len(subj) < len(c.ackPrefix) || string(subj[:len(c.ackPrefix)]) != c.ackPrefix {
+		return
+	}
+	toks, ok := parseAckToks(subj[len(c.ackPrefix):])
 	if !ok {
 		return
 	}
-	toks := strings.Split(rest, ".")
-	if len(toks) != 5 {
-		return
-	}
-	sseq, err := strconv.ParseUint(toks[1], 10, 64)
+	sseq, err := strconv.ParseUint(string(toks[1]), 10, 64)
 	if err != nil {
 		return
 	}
 	body := bytes.TrimSpace(msg)
 	verb, arg, _ := bytes.Cut(body, []byte(" "))
+	// One ack acknowledges one sequence, or (ack_policy all) a few: the
+	// room for the common case is on the stack.
+	var one [1]uint64
 	var removable []uint64
 	switch string(verb) {
 	case "", "+ACK":
-		removable = c.ack(sseq)
+		removable = c.ack(sseq, one[:0])
 	case "-NAK":
 		c.nak(sseq, arg)
 		c.msgAdvisory("MSG_NAKED", "io.nats.jetstream.advisory.v1.nak", toks, "")
@@ -45,7 +47,7 @@ func (c *consumer) onAck(subj, reply, _, msg []byte) {
 		removable = c.term(sseq)
 		c.msgAdvisory("MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated", toks, string(arg))
 	case "+NXT":
-		removable = c.ack(sseq)
+		removable = c.ack(sseq, one[:0])
 		if len(reply) > 0 {
 			c.pull(string(reply), arg)
 			reply = nil
@@ -83,16 +85,43 @@ func (c *consumer) onAck(subj, reply, _, msg []byte) {
 	c.wake()
 }
 
-// ack acknowledges sseq (and, for ack_policy all, everything before it);
-// it returns the sequences acknowledged, for retention.
-func (c *consumer) ack(sseq uint64) []uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ackLocked(sseq)
+// ackToks are an ack subject's tokens after the consumer's prefix:
+// delivered count, stream sequence, consumer sequence, timestamp,
+// pending. They view the subject.
+type ackToks [5][]byte
+
+// parseAckToks splits what follows the consumer's ack prefix; false
+// unless it is exactly five tokens.
+func parseAckToks(rest []byte) (t ackToks, ok bool) {
+	for i := range len(t) - 1 {
+		j := bytes.IndexByte(rest, '.')
+		if j < 0 {
+			return t, false
+		}
+		t[i], rest = rest[:j], rest[j+1:]
+	}
+	t[len(t)-1] = rest
+	return t, bytes.IndexByte(rest, '.') < 0
 }
 
-func (c *consumer) ackLocked(sseq uint64) []uint64 {
-	var done []uint64
+// num is token i as a number, 0 if it is not one.
+func (t *ackToks) num(i int) uint64 {
+	v, _ := strconv.ParseUint(string(t[i]), 10, 64)
+	return v
+}
+
+// ack acknowledges sseq (and, for ack_policy all, everything before it);
+// it returns the sequences acknowledged, for retention, appended to done.
+func (c *consumer) ack(sseq uint64, done []uint64) []uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ackLocked(sseq, done)
+}
+
+// ackLocked is ack with c.mu held; the sequences are appended to done,
+// which may be nil.
+func (c *consumer) ackLocked(sseq uint64, done []uint64) []uint64 {
+	done = done[:0]
 	switch c.mu.cfg.AckPolicy {
 	case api.AckNone:
 		return nil
@@ -238,7 +267,7 @@ func (c *consumer) fcAckLocked(hdr []byte) []uint64 {
 	if ldseq <= c.mu.ackC || lsseq <= c.mu.ackS {
 		return nil
 	}
-	return c.ackLocked(lsseq)
+	return c.ackLocked(lsseq, nil)
 }
 
 // pull queues a pull request (CONSUMER.MSG.NEXT, or +NXT).
@@ -347,10 +376,8 @@ func (c *consumer) doneWith(seq uint64, subj string) bool {
 
 // msgAdvisory publishes a per-message consumer advisory (nak, terminate).
 // toks are the ack subject's delivered.sseq.cseq.ts.pending tokens.
-func (c *consumer) msgAdvisory(kind, typ string, toks []string, reason string) {
-	sseq, _ := strconv.ParseUint(toks[1], 10, 64)
-	cseq, _ := strconv.ParseUint(toks[2], 10, 64)
-	dc, _ := strconv.ParseUint(toks[0], 10, 64)
+func (c *consumer) msgAdvisory(kind, typ string, toks ackToks, reason string) {
+	sseq, cseq, dc := toks.num(1), toks.num(2), toks.num(0)
 	adv := map[string]any{
 		"type": typ, "id": randomName() + randomName(), "timestamp": time.Now().UTC(),
 		"stream": c.stream, "consumer": c.name, "consumer_seq": cseq, "stream_seq": sseq, "deliveries": dc,
@@ -363,7 +390,7 @@ func (c *consumer) msgAdvisory(kind, typ string, toks []string, reason string) {
 
 // sampleAck publishes the ack metric for the share of acks sample_freq
 // asks for ("30" or "30%").
-func (c *consumer) sampleAck(toks []string) {
+func (c *consumer) sampleAck(toks ackToks) {
 	freq := strings.TrimSuffix(strings.TrimSpace(c.config().SampleFrequency), "%")
 	if freq == "" {
 		return
@@ -372,10 +399,8 @@ func (c *consumer) sampleAck(toks []string) {
 	if err != nil || pct <= 0 || mathrand.IntN(100) >= pct {
 		return
 	}
-	sseq, _ := strconv.ParseUint(toks[1], 10, 64)
-	cseq, _ := strconv.ParseUint(toks[2], 10, 64)
-	dc, _ := strconv.ParseUint(toks[0], 10, 64)
-	ts, _ := strconv.ParseInt(toks[3], 10, 64)
+	sseq, cseq, dc := toks.num(1), toks.num(2), toks.num(0)
+	ts, _ := strconv.ParseInt(string(toks[3]), 10, 64)
 	c.a.advise("$JS.EVENT.METRIC.CONSUMER.ACK."+c.stream+"."+c.name, map[string]any{
 		"type": "io.nats.jetstream.metric.v1.consumer_ack", "id": randomName() + randomName(),
 		"timestamp": time.Now().UTC(), "stream": c.stream, "consumer": c.name,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -385,7 +386,8 @@ func (s *stream) acked(a *jsAccount, seqs []uint64, then func()) {
 	if then != nil {
 		done = thenIfDurable(then)
 	}
-	s.ap.submit(&proposal{s: s, acct: a, kind: propAcked, seqs: seqs, done: done})
+	// seqs may be the caller's scratch (onAck's): the proposal keeps a copy.
+	s.ap.submit(&proposal{s: s, acct: a, kind: propAcked, seqs: slices.Clone(seqs), done: done})
 }
 
 // markDurable records that everything up to seq is on stable storage and
