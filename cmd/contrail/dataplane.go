@@ -499,11 +499,20 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 		dir = jsOpts.StoreDir
 	}
 	so := store.Options{Dir: dir, Logger: log.With("component", "store")}
+	if clustered(opts) {
+		// A clustered node writes each replicated message twice, as its
+		// raft log entry and as the state the entry applies. Memtables
+		// twice the size last as long as a single node's, so most log
+		// entries meet the range deletion that truncates the log (after a
+		// snapshot) in L0 instead of after being compacted into the
+		// levels below: on three nodes, two thirds less compaction.
+		so.MemTableSize = 2 * store.DefaultMemTableSize
+	}
 	if t := jsOpts.Tier; t != nil && t.LocalBytes > 0 {
 		// Bodies tiering replaced stay in the WAL until their memtable
 		// flushes: memtables sized to the local budget keep the data
 		// directory near it (below 4 MiB, flushes would stall writes).
-		so.MemTableSize = uint64(min(max(t.LocalBytes, 4<<20), 32<<20))
+		so.MemTableSize = uint64(min(max(t.LocalBytes, 4<<20), store.DefaultMemTableSize))
 	}
 	file, err := store.Open(so)
 	if err != nil {

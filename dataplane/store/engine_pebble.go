@@ -22,15 +22,19 @@ type Options struct {
 	FS vfs.FS
 	// CacheSize is Pebble's block cache in bytes. Default 64 MiB.
 	CacheSize int64
-	// MemTableSize is the size of one memtable in bytes. Default 32 MiB:
-	// big enough to absorb bursts, small enough that the WAL replayed after a
-	// crash (the unflushed memtables) takes a fraction of a second, about
-	// 0.3 s per full memtable here.
+	// MemTableSize is the size of one memtable in bytes. Default
+	// DefaultMemTableSize.
 	MemTableSize uint64
 	// Logger receives Pebble's messages (info at Debug, errors at Error).
 	// Default: discarded.
 	Logger *slog.Logger
 }
+
+// DefaultMemTableSize is a store's memtable size unless its Options say
+// otherwise: big enough to absorb bursts, small enough that the WAL
+// replayed after a crash (the unflushed memtables) takes a fraction of a
+// second, about 0.3 s per full memtable here.
+const DefaultMemTableSize = 32 << 20
 
 func (o *Options) ensureDefaults() {
 	if o.FS == nil {
@@ -40,7 +44,7 @@ func (o *Options) ensureDefaults() {
 		o.CacheSize = 64 << 20
 	}
 	if o.MemTableSize == 0 {
-		o.MemTableSize = 32 << 20
+		o.MemTableSize = DefaultMemTableSize
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
