@@ -306,7 +306,7 @@ func clusterBenchmark(ctx context.Context, cfg config) error {
 		m := newClusterMetric(w.Name, "msgs/s", false, rateFormat)
 		metrics = append(metrics, m)
 		// What the three nodes spent per message: on a shared machine it
-		// varies less than the rate, and the two clusters share the same
+		// varies less than the rate, as the clusters share the same
 		// cores. Only for a workload whose round is all measured writes
 		// (a setup would count too).
 		var cpu *clusterMetric

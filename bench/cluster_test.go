@@ -34,3 +34,23 @@ func TestClusterTableMarksFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterTableCPURow: the CPU row of R3 js pub async has its own
+// ratio and does not count as the throughput target.
+func TestClusterTableCPURow(t *testing.T) {
+	rate := newClusterMetric("R3 js pub async", "msgs/s", false, rateFormat)
+	rate.vals[sideContrail], rate.vals[sideNatsServer] = []float64{160}, []float64{100}
+	cpu := newClusterMetric("R3 js pub async", clusterCPUMetric, true, oneDecimal)
+	cpu.vals[sideContrail], cpu.vals[sideNatsServer] = []float64{9}, []float64{12}
+	var b strings.Builder
+	printClusterTable(&b, []*clusterMetric{rate, cpu}, 1)
+	out := strings.Join(strings.Fields(b.String()), " ")
+	for _, want := range []string{clusterCPUMetric + " 9.0 12.0 0.75", "R3 async publish ≥ 1.5x nats-server: met"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if n := strings.Count(out, "R3 async publish"); n != 1 {
+		t.Errorf("%d throughput verdicts, want 1:\n%s", n, b.String())
+	}
+}
