@@ -92,12 +92,13 @@ func percentile(sorted []float64, q float64) float64 {
 // fsyncP50 probes dir and returns the median write+flush latency in µs,
 // back to back and after an idle gap.
 func fsyncP50(dir string) (busy, idle float64, err error) {
-	lat, err := fsyncProbe(filepath.Clean(dir), fsyncSamples, 0)
+	dir = filepath.Clean(dir)
+	lat, err := fsyncProbe(dir, fsyncSamples, 0)
 	if err != nil {
 		return math.NaN(), math.NaN(), err
 	}
 	busy = percentile(lat, 0.5)
-	if lat, err = fsyncProbe(filepath.Clean(dir), fsyncSamples, fsyncIdleGap); err != nil {
+	if lat, err = fsyncProbe(dir, fsyncSamples, fsyncIdleGap); err != nil {
 		return math.NaN(), math.NaN(), err
 	}
 	return busy, percentile(lat, 0.5), nil

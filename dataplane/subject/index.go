@@ -285,7 +285,7 @@ func (idx *Index[S]) Match(literal []byte) *Result[S] {
 func (idx *Index[S]) MatchOnce(literal []byte) *Result[S] {
 	idx.mu.RLock()
 	defer idx.mu.RUnlock()
-	return idx.matchOnceLocked(literal)
+	return idx.matchOnceLocked(literal, nil)
 }
 
 // MatchOnceInto is MatchOnce for a caller that matches one-off subjects
@@ -297,14 +297,7 @@ func (idx *Index[S]) MatchOnce(literal []byte) *Result[S] {
 func (idx *Index[S]) MatchOnceInto(literal []byte, scratch *Result[S]) *Result[S] {
 	idx.mu.RLock()
 	defer idx.mu.RUnlock()
-	idx.matches.Add(1)
-	if r, ok := idx.mu.cache[string(literal)]; ok {
-		idx.hits.Add(1)
-		return r
-	}
-	scratch.Reset()
-	matchNode(idx.mu.root, literal, scratch)
-	return scratch
+	return idx.matchOnceLocked(literal, scratch)
 }
 
 // Reset empties r for reuse, keeping its room, and drops what it held
@@ -318,12 +311,19 @@ func (r *Result[S]) Reset() {
 	r.qnames = r.qnames[:0]
 }
 
+// matchOnceLocked answers a cached result, or matches literal into
+// scratch (emptied first), or into a new result when scratch is nil.
 // Called with idx.mu held (read or write).
-func (idx *Index[S]) matchOnceLocked(literal []byte) *Result[S] {
+func (idx *Index[S]) matchOnceLocked(literal []byte, scratch *Result[S]) *Result[S] {
 	idx.matches.Add(1)
 	if r, ok := idx.mu.cache[string(literal)]; ok {
 		idx.hits.Add(1)
 		return r
+	}
+	if scratch != nil {
+		scratch.Reset()
+		matchNode(idx.mu.root, literal, scratch)
+		return scratch
 	}
 	r := &Result[S]{}
 	matchNode(idx.mu.root, literal, r)
@@ -357,7 +357,7 @@ func (idx *Index[S]) MatchMemo(literal []byte, m *Memo[S]) *Result[S] {
 	// Read under the lock: every change bumps gen under the write lock,
 	// so the result is exactly the index at this gen.
 	gen := idx.gen.Load()
-	r := idx.matchOnceLocked(literal)
+	r := idx.matchOnceLocked(literal, nil)
 	idx.mu.RUnlock()
 	m.p.Store(&memoEntry[S]{gen: gen, r: r})
 	return r
