@@ -500,11 +500,17 @@ func (p *pebbleBatch) encoded() []byte {
 }
 
 func (p *pebbleBatch) appendEncoded(r []byte) error {
-	// The batch owns what SetRepr is given; the caller's slice may be
-	// reused (raft's log cache holds it).
+	// in only reads r, and Apply copies it into p.b: one copy per entry,
+	// not a clone and then a copy. A batch keeps its buffer for reuse
+	// when it goes back to Pebble's pool, so before Close in is handed an
+	// empty buffer of its own; otherwise a later batch would write into
+	// r, which raft's log cache still holds.
 	in := p.e.db.NewBatch()
-	defer in.Close()
-	if err := in.SetRepr(bytes.Clone(r)); err != nil {
+	defer func() {
+		_ = in.SetRepr(make([]byte, batchrepr.HeaderLen))
+		_ = in.Close()
+	}()
+	if err := in.SetRepr(r); err != nil {
 		return fmt.Errorf("store: batch repr: %w: %w", ErrCorrupt, err)
 	}
 	// Every record must decode and the header's count must match: Pebble
