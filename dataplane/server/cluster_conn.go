@@ -441,7 +441,10 @@ func (r *route) deliverRouted(snd *sender, op *routeOp) {
 	to := op.to
 	var res *subject.Result[*subscription]
 	if oneShot(to) {
-		res = a.subs.MatchOnce(to)
+		// Acks and replies crossing the route: matched into the route's
+		// scratch, as a client's own are (client.route).
+		res = a.subs.MatchOnceInto(to, &snd.match)
+		defer snd.match.Reset() // holds no subscription past the message
 	} else {
 		res = a.subs.Match(to)
 	}

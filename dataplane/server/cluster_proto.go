@@ -87,7 +87,12 @@ func parseRoute(buf []byte, lim routeLimits, op *routeOp) (int, error) {
 	verb, rest, _ := bytes.Cut(line, []byte{' '})
 	*op = routeOp{queues: op.queues[:0], hdrLen: -1}
 	used := nl + 1
-	switch string(bytes.ToUpper(verb)) {
+	var vb [maxVerb]byte
+	verb = upperVerb(&vb, verb)
+	// Room for the arguments of every frame but one naming many queue
+	// groups, so splitting a line allocates nothing.
+	var fb [12][]byte
+	switch string(verb) {
 	case "INFO":
 		op.kind, op.arg = routeOpInfo, bytes.TrimSpace(rest)
 	case "CONNECT":
@@ -101,7 +106,7 @@ func parseRoute(buf []byte, lim routeLimits, op *routeOp) (int, error) {
 	case "-ERR":
 		op.kind, op.arg = routeOpErr, bytes.TrimSpace(rest)
 	case "RS+":
-		f := fields(rest, 4)
+		f := fields(fb[:0], rest, 4)
 		if len(f) != 2 && len(f) != 4 {
 			return 0, fmt.Errorf("%w: RS+ wants 2 or 4 arguments", errRouteProtocol)
 		}
@@ -115,7 +120,7 @@ func parseRoute(buf []byte, lim routeLimits, op *routeOp) (int, error) {
 			op.weight = int(w)
 		}
 	case "RS-":
-		f := fields(rest, 3)
+		f := fields(fb[:0], rest, 3)
 		if len(f) != 2 && len(f) != 3 {
 			return 0, fmt.Errorf("%w: RS- wants 2 or 3 arguments", errRouteProtocol)
 		}
@@ -124,7 +129,7 @@ func parseRoute(buf []byte, lim routeLimits, op *routeOp) (int, error) {
 			op.queue = f[2]
 		}
 	case "RMSG", "HMSG", "RDMSG", "HDMSG":
-		n, err := parseRouteMsg(string(bytes.ToUpper(verb)), rest, lim, op)
+		n, err := parseRouteMsg(verb, fields(fb[:0], rest, maxRouteQueues+8), lim, op)
 		if err != nil {
 			return 0, err
 		}
@@ -137,19 +142,18 @@ func parseRoute(buf []byte, lim routeLimits, op *routeOp) (int, error) {
 		op.msg = buf[used : used+n]
 		used += n + 2
 	default:
-		return 0, fmt.Errorf("%w: unknown operation %q", errRouteProtocol, verb)
+		return 0, fmt.Errorf("%w: unknown operation %q", errRouteProtocol, string(verb))
 	}
 	return used, nil
 }
 
-// parseRouteMsg reads a message frame's arguments and returns the size of
-// the body that follows.
-func parseRouteMsg(verb string, rest []byte, lim routeLimits, op *routeOp) (int, error) {
+// parseRouteMsg reads a message frame's arguments (f, the line split by
+// fields; verb upper-cased) and returns the size of the body that follows.
+func parseRouteMsg(verb []byte, f [][]byte, lim routeLimits, op *routeOp) (int, error) {
 	op.kind = routeOpMsg
-	f := fields(rest, maxRouteQueues+8)
 	min := 3
 	hdr := verb[0] == 'H'
-	dform := verb == "RDMSG" || verb == "HDMSG"
+	dform := string(verb) == "RDMSG" || string(verb) == "HDMSG"
 	if hdr {
 		min++
 	}
@@ -157,7 +161,7 @@ func parseRouteMsg(verb string, rest []byte, lim routeLimits, op *routeOp) (int,
 		min++
 	}
 	if len(f) < min || len(f) > maxRouteQueues+8 {
-		return 0, fmt.Errorf("%w: %s: %d arguments", errRouteProtocol, verb, len(f))
+		return 0, fmt.Errorf("%w: %s: %d arguments", errRouteProtocol, string(verb), len(f))
 	}
 	op.acct, f = f[0], f[1:]
 	if dform {
@@ -182,11 +186,11 @@ func parseRouteMsg(verb string, rest []byte, lim routeLimits, op *routeOp) (int,
 	case string(mid[0]) == "|" && len(mid) >= 2:
 		op.queues = append(op.queues, mid[1:]...)
 	default:
-		return 0, fmt.Errorf("%w: %s: bad reply/queue arguments", errRouteProtocol, verb)
+		return 0, fmt.Errorf("%w: %s: bad reply/queue arguments", errRouteProtocol, string(verb))
 	}
 	size, err := strconv.Atoi(string(nums[len(nums)-1]))
 	if err != nil || size < 0 {
-		return 0, fmt.Errorf("%w: %s: bad size %q", errRouteProtocol, verb, nums[len(nums)-1])
+		return 0, fmt.Errorf("%w: %s: bad size %q", errRouteProtocol, string(verb), nums[len(nums)-1])
 	}
 	if size > lim.maxPayload {
 		return 0, errRouteMaxPayload
@@ -194,17 +198,16 @@ func parseRouteMsg(verb string, rest []byte, lim routeLimits, op *routeOp) (int,
 	if hdr {
 		h, err := strconv.Atoi(string(nums[0]))
 		if err != nil || h < 0 || h > size {
-			return 0, fmt.Errorf("%w: %s: bad header size %q", errRouteProtocol, verb, nums[0])
+			return 0, fmt.Errorf("%w: %s: bad header size %q", errRouteProtocol, string(verb), nums[0])
 		}
 		op.hdrLen = h
 	}
 	return size, nil
 }
 
-// fields splits on blanks, returning at most max+1 fields (so callers can
-// tell "too many").
-func fields(b []byte, max int) [][]byte {
-	var out [][]byte
+// fields splits on blanks, appending to out at most max+1 fields (so
+// callers can tell "too many").
+func fields(out [][]byte, b []byte, max int) [][]byte {
 	for len(b) > 0 && len(out) <= max {
 		i := 0
 		for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
@@ -222,6 +225,27 @@ func fields(b []byte, max int) [][]byte {
 		b = b[j:]
 	}
 	return out
+}
+
+// maxVerb is the longest operation name the route protocol has
+// ("CONNECT").
+const maxVerb = 8
+
+// upperVerb returns verb in upper case, in buf's room when it fits: the
+// protocol's operation names are case-insensitive, and upper-casing into
+// a new slice cost every routed message an allocation. A longer verb is
+// no operation and is returned as it is.
+func upperVerb(buf *[maxVerb]byte, verb []byte) []byte {
+	if len(verb) > len(buf) {
+		return verb
+	}
+	for i, c := range verb {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return buf[:len(verb)]
 }
 
 // appendRS appends an RS+ (add) or RS- line; weight is a queue group's

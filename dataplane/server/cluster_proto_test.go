@@ -29,6 +29,10 @@ func TestParseRoute(t *testing.T) {
 		{in: "RMSG $G foo | q1 1\r\nx\r\n", kind: routeOpMsg, acct: "$G", subj: "foo", to: "foo", queues: []string{"q1"}, hdr: -1, msg: "x"},
 		{in: "HMSG $G foo 12 14\r\nNATS/1.0\r\n\r\nab\r\n", kind: routeOpMsg, acct: "$G", subj: "foo", to: "foo", hdr: 12, msg: "NATS/1.0\r\n\r\nab"},
 		{in: "RDMSG $G dlv orig 1\r\nx\r\n", kind: routeOpMsg, acct: "$G", subj: "orig", to: "dlv", hdr: -1, msg: "x"},
+		// Operation names are case-insensitive.
+		{in: "rmsg $G foo 5\r\nhello\r\n", kind: routeOpMsg, acct: "$G", subj: "foo", to: "foo", hdr: -1, msg: "hello"},
+		{in: "hDmsg $G dlv orig 12 13\r\nNATS/1.0\r\n\r\nx\r\n", kind: routeOpMsg, acct: "$G", subj: "orig", to: "dlv", hdr: 12, msg: "NATS/1.0\r\n\r\nx"},
+		{in: "rs+ $G foo\r\n", kind: routeOpSub, acct: "$G", subj: "foo", hdr: -1},
 	} {
 		var op routeOp
 		n, err := parseRoute([]byte(tt.in), testRouteLimits, &op)
@@ -64,6 +68,27 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestParseRouteAllocs checks that parsing the frames every routed
+// message and subscription uses allocates nothing: each publish that
+// crosses a route, and its acknowledgement, is parsed once.
+func TestParseRouteAllocs(t *testing.T) {
+	for _, in := range []string{
+		"RMSG $G bench.js _INBOX.abc.1 128\r\n" + string(bytes.Repeat([]byte("x"), 128)) + "\r\n",
+		"HMSG ACCT $JS.ACK.S.C.1.2.3.4.5 + r q1 q2 12 14\r\nNATS/1.0\r\n\r\nab\r\n",
+		"RS+ $G foo.* q 3\r\n",
+		"RS- $G foo.* q\r\n",
+	} {
+		buf := []byte(in)
+		var op routeOp
+		if _, err := parseRoute(buf, testRouteLimits, &op); err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if n := testing.AllocsPerRun(100, func() { _, _ = parseRoute(buf, testRouteLimits, &op) }); n != 0 {
+			t.Errorf("%q: %.1f allocations per parse, want 0", in, n)
+		}
+	}
 }
 
 func TestParseRouteBad(t *testing.T) {
