@@ -19,6 +19,15 @@ func fillEntry(b *Batch, stream uint64, from, n int) {
 	b.PutStreamState(stream, StreamState{FirstSeq: uint64(from + 2), LastSeq: uint64(from + n - 1)})
 }
 
+// entryRepr is the Repr of a batch fillEntry wrote, as a partition
+// leader proposes it: a copy the batch no longer owns.
+func entryRepr(s *Store, stream uint64, n int) []byte {
+	b := s.NewBatch()
+	defer b.Close()
+	fillEntry(b, stream, 1, n)
+	return bytes.Clone(b.Repr())
+}
+
 // TestAppendReprReplays checks that a batch built from other batches'
 // Reprs commits exactly what committing those batches does: what every
 // replica of a partition relies on.
@@ -63,10 +72,7 @@ func TestAppendReprReplays(t *testing.T) {
 // ErrCorrupt and adds nothing to the batch.
 func TestAppendReprRefusesCorrupt(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
-		src := h.s.NewBatch()
-		fillEntry(src, 3, 1, 4)
-		good := bytes.Clone(src.Repr())
-		src.Close()
+		good := entryRepr(h.s, 3, 4)
 		flipped := bytes.Clone(good)
 		flipped[len(flipped)/2] ^= 0xff
 		bad := map[string][]byte{
@@ -105,10 +111,7 @@ func TestAppendReprRefusesCorrupt(t *testing.T) {
 // slice and serves it again to followers and to the FSM on replay.
 func TestAppendReprKeepsCallersBytes(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, h *harness) {
-		src := h.s.NewBatch()
-		fillEntry(src, 5, 1, 6)
-		r := bytes.Clone(src.Repr())
-		src.Close()
+		r := entryRepr(h.s, 5, 6)
 		saved := bytes.Clone(r)
 		// Batches come from a pool: go round it enough times that a batch
 		// that held r is handed out again and written to.
@@ -135,10 +138,7 @@ func TestAppendReprKeepsCallersBytes(t *testing.T) {
 func BenchmarkAppendRepr(b *testing.B) {
 	h := openPebbleHarness(b)
 	defer h.close()
-	src := h.s.NewBatch()
-	fillEntry(src, 5, 1, 256)
-	r := bytes.Clone(src.Repr())
-	src.Close()
+	r := entryRepr(h.s, 5, 256)
 	b.SetBytes(int64(len(r)))
 	b.ReportAllocs()
 	for b.Loop() {
