@@ -58,7 +58,10 @@ func startRaft(opts *config.Options, cport *mux.Mux, st *store.Store, engine *je
 	if err := checkPartitions(st); err != nil {
 		return nil, err
 	}
-	node, err := cluster.Start(cluster.Config{
+	// Open, wire, then Run: the engine's state machines ask the node who
+	// leads while they apply, so the engine holds the node before any
+	// group applies an entry or changes leader.
+	node, err := cluster.Open(cluster.Config{
 		Name:  self,
 		Peers: peers,
 		Mux:   cport,
@@ -102,6 +105,9 @@ func startRaft(opts *config.Options, cport *mux.Mux, st *store.Store, engine *je
 	}
 	if err := engine.StartCluster(replication{node: node, name: name, peers: names}); err != nil {
 		node.Close()
+		return nil, err
+	}
+	if err := node.Run(); err != nil {
 		return nil, err
 	}
 	return node, nil

@@ -196,7 +196,7 @@ type Node struct {
 	cfg  Config
 	mult time.Duration
 	log  *slog.Logger
-	// groups[g] is group g. Fixed after Start.
+	// groups[g] is group g. Fixed after Open.
 	groups []*Group
 	ctl    *mux.Listener
 
@@ -213,11 +213,24 @@ type Node struct {
 	}
 }
 
-// Start opens every group's stores and starts the groups: at once for
-// those with state on this node, and, for those without, once the peers
-// have said whether the cluster already exists (see ARCH-NOTES.md,
-// "Starting a group"). It returns without waiting for elections.
+// Start opens the node (Open) and runs its groups (Run). It returns
+// without waiting for elections.
 func Start(cfg Config) (*Node, error) {
+	n, err := Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Run(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Open opens every group's stores and serves the control channel, but
+// runs no raft yet: no FSM applies an entry and no leadership changes
+// until Run. A caller whose state machines need the node (the engine
+// asks its groups who leads while it applies) wires it in between.
+func Open(cfg Config) (*Node, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("cluster config: %w", err)
@@ -244,6 +257,15 @@ func Start(cfg Config) (*Node, error) {
 	n.ctl = ctl
 	n.wg.Add(1)
 	go n.serveControl()
+	return n, nil
+}
+
+// Run starts the groups Open opened: at once for those with state on this
+// node, and, for those without, once the peers have said whether the
+// cluster already exists (see docs/architecture.md, "Starting a group").
+// Call it once; on an error the node is closed.
+func (n *Node) Run() error {
+	cfg := n.cfg
 	var undecided []*Group
 	for _, g := range n.groups {
 		if g.open.id == "" {
@@ -252,7 +274,7 @@ func Start(cfg Config) (*Node, error) {
 		}
 		if err := g.launch(g.open.id, false); err != nil {
 			n.Close()
-			return nil, err
+			return err
 		}
 	}
 	if len(undecided) > 0 {
@@ -263,7 +285,7 @@ func Start(cfg Config) (*Node, error) {
 		n.wg.Add(1)
 		go n.balance()
 	}
-	return n, nil
+	return nil
 }
 
 // Name is this node's name.

@@ -201,6 +201,37 @@ func TestRestartCatchesUp(t *testing.T) {
 	}
 }
 
+// Open runs no raft: a restarted node's state machines apply nothing and
+// its groups report no leadership until Run, so whoever wires them to
+// the node (the engine) has it before the first entry arrives. A fresh
+// state machine on a node with a log shows it: empty after Open, caught
+// up after Run.
+func TestOpenRunsNothingUntilRun(t *testing.T) {
+	c := startThree(t)
+	const g = 2
+	c.apply(g, "e0")
+	c.apply(0, "m0")
+	c.waitEntries("n3", g, []string{"e0"})
+	c.kill("n3")
+	for _, s := range c.nodes["n3"].stores {
+		s.fsm = &testFSM{} // the log stays: the entries are replayed into it
+	}
+	n := c.open("n3")
+	for _, grp := range n.Groups() {
+		if grp.Raft() != nil || grp.IsLeader() || grp.Leader() != "" {
+			t.Fatalf("group %d runs before Run: raft %v, leader %q", grp.ID(), grp.Raft() != nil, grp.Leader())
+		}
+		if got := c.nodes["n3"].stores[grp.ID()].fsm.list(); len(got) != 0 {
+			t.Fatalf("group %d applied %q before Run", grp.ID(), got)
+		}
+	}
+	if err := n.Run(); err != nil {
+		t.Fatal(err)
+	}
+	c.waitEntries("n3", g, []string{"e0"})
+	c.waitEntries("n3", 0, []string{"m0"})
+}
+
 // The cluster forms once a majority is up: one node alone never
 // bootstraps; a second makes a quorum and the groups elect leaders; the
 // third, started later, finds the others' state and joins as a new

@@ -148,6 +148,16 @@ func newTestCluster(t *testing.T, names ...string) *testCluster {
 
 func (c *testCluster) start(name string) *Node {
 	c.t.Helper()
+	n := c.open(name)
+	if err := n.Run(); err != nil {
+		c.t.Fatal(err)
+	}
+	return n
+}
+
+// open opens node name (Open) without running its groups.
+func (c *testCluster) open(name string) *Node {
+	c.t.Helper()
 	tn := c.nodes[name]
 	var ln net.Listener
 	var err error
@@ -181,7 +191,7 @@ func (c *testCluster) start(name string) *Node {
 	if c.tweak != nil {
 		c.tweak(&cfg)
 	}
-	n, err := Start(cfg)
+	n, err := Open(cfg)
 	if err != nil {
 		c.t.Fatal(err)
 	}

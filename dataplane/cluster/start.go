@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// How a group without state on this node starts (ARCH-NOTES.md, "Starting
+// How a group without state on this node starts (docs/architecture.md, "Starting
 // a group"):
 //
 //   - if any peer's log for it goes beyond the bootstrap configuration,

@@ -133,8 +133,11 @@ func replyCarries(resp any, is func(error) bool) bool {
 // catalog every node keeps, and the partitions this node leads (each with
 // the applier of its current leadership term).
 type clusterState struct {
-	e       *Engine
-	r       Replication // nil until StartCluster
+	e *Engine
+	// r is set by StartCluster. Invariant: StartCluster runs before any
+	// group's raft does (cluster.Open, StartCluster, then Node.Run), so
+	// the state machines, which ask r who leads, never see it nil.
+	r       Replication
 	catalog *metaCatalog
 
 	mu struct {
@@ -189,7 +192,8 @@ func newClusterState(e *Engine) *clusterState {
 
 // StartCluster connects a clustered engine (Options.Clustered) to the
 // node's raft groups. Leadership changes reach the engine through
-// LeaderChanged from then on.
+// LeaderChanged from then on. Call it before the groups run: their
+// state machines use r from their first entry.
 func (e *Engine) StartCluster(r Replication) error {
 	c := e.cl
 	if c == nil {

@@ -32,6 +32,11 @@ type testNode struct {
 	trans  []*raft.InmemTransport
 	quit   chan struct{}
 	wg     sync.WaitGroup
+	// wired closes once the engine holds the node's groups
+	// (StartCluster): the groups' state machines wait for it, as a
+	// cluster.Node runs no raft until Run.
+	wired     chan struct{}
+	wiredOnce sync.Once
 	// peers are every node of the test cluster, by name, for Call.
 	peers map[string]*testNode
 
@@ -130,6 +135,29 @@ func (g testGroup) TransferLeadership(to string) error {
 }
 func (g testGroup) Replicas() []Replica { return nil }
 
+// wire releases the node's state machines (see wired).
+func (nd *testNode) wire() { nd.wiredOnce.Do(func() { close(nd.wired) }) }
+
+// gatedFSM is an engine FSM that applies nothing before its node is
+// wired.
+type gatedFSM struct {
+	raft.BatchingFSM
+	wired <-chan struct{}
+}
+
+func (f gatedFSM) Apply(l *raft.Log) any {
+	<-f.wired
+	return f.BatchingFSM.Apply(l)
+}
+func (f gatedFSM) ApplyBatch(logs []*raft.Log) []any {
+	<-f.wired
+	return f.BatchingFSM.ApplyBatch(logs)
+}
+func (f gatedFSM) Restore(rc io.ReadCloser) error {
+	<-f.wired
+	return f.BatchingFSM.Restore(rc)
+}
+
 // startTestCluster starts n nodes with parts partitions, all sharing acc.
 func startTestCluster(t *testing.T, n, parts int, acc *fakeAccount) []*testNode {
 	t.Helper()
@@ -166,7 +194,7 @@ func startTestClusterOn(t *testing.T, fss []vfs.FS, parts int, acc *fakeAccount,
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodes[i] = &testNode{name: names[i], e: e, st: st, quit: make(chan struct{})}
+		nodes[i] = &testNode{name: names[i], e: e, st: st, quit: make(chan struct{}), wired: make(chan struct{})}
 		t.Cleanup(func() { mem.Close() })
 	}
 	// Transports of each group, connected all to all.
@@ -213,7 +241,7 @@ func startTestClusterOn(t *testing.T, fss []vfs.FS, parts int, acc *fakeAccount,
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := raft.NewRaft(conf, fsm, logs, rl, nd.st.SnapshotStore(uint16(g)), nd.trans[g])
+			r, err := raft.NewRaft(conf, gatedFSM{fsm, nd.wired}, logs, rl, nd.st.SnapshotStore(uint16(g)), nd.trans[g])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,6 +272,7 @@ func startTestClusterOn(t *testing.T, fss []vfs.FS, parts int, acc *fakeAccount,
 		if err := nd.e.StartCluster(&testRepl{n: nd, peers: names}); err != nil {
 			t.Fatal(err)
 		}
+		nd.wire()
 		if err := nd.e.EnableAccount(acc); err != nil {
 			t.Fatal(err)
 		}
@@ -263,6 +292,7 @@ func (nd *testNode) stop() {
 		return
 	default:
 	}
+	nd.wire() // a node stopped before it was wired must not hold raft's shutdown
 	for _, r := range nd.groups {
 		_ = r.Shutdown().Error()
 	}
