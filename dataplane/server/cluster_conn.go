@@ -454,14 +454,17 @@ func (r *route) deliverRouted(snd *sender, op *routeOp) {
 	if !bytes.Equal(to, op.subj) {
 		snd.links.deliverTo = to
 	}
-	for _, sub := range res.Plain {
-		if _, remote := sub.fwd.(*routeSub); remote {
-			continue
+	if !op.queuesOnly {
+		for _, sub := range res.Plain {
+			if _, remote := sub.fwd.(*routeSub); remote {
+				continue
+			}
+			snd.deliver(sub, op.subj, op.reply, op.hdrLen, op.msg)
 		}
-		snd.deliver(sub, op.subj, op.reply, op.hdrLen, op.msg)
 	}
+	isNamed := namedIn(op.queues)
 	for _, members := range res.Queues {
-		if len(members) == 0 || !named(op.queues, members[0].queue) {
+		if len(members) == 0 || !isNamed(members[0].queue) {
 			continue
 		}
 		if sub := pickLocalMember(members); sub != nil {
@@ -471,6 +474,25 @@ func (r *route) deliverRouted(snd *sender, op *routeOp) {
 	snd.links = linkCtx{}
 }
 
+// namedIn returns a test for membership in queues: a scan for the few
+// names a frame usually carries, a set for many, so a frame naming
+// hundreds of groups against as many local ones costs their sum, not
+// their product, on the route's reader every tenant shares.
+func namedIn(queues [][]byte) func(q []byte) bool {
+	if len(queues) <= 16 {
+		return func(q []byte) bool { return named(queues, q) }
+	}
+	set := make(map[string]struct{}, len(queues))
+	for _, q := range queues {
+		set[string(q)] = struct{}{}
+	}
+	return func(q []byte) bool {
+		_, ok := set[string(q)]
+		return ok
+	}
+}
+
+// named reports whether q is among queues.
 func named(queues [][]byte, q []byte) bool {
 	for _, x := range queues {
 		if bytes.Equal(x, q) {

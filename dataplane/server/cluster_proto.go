@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/contrail/contrail/dataplane/protocol"
 )
 
 // The route protocol between nodes, modelled on nats-server's:
@@ -19,7 +21,10 @@ import (
 //	RDMSG / HDMSG <acct> <to> <subj> [...] ...   routed by to, shown as subj
 //
 // A message frame names the queue groups it is for: the receiver delivers
-// it to its plain subscribers and to one member of each named group. The
+// it to its plain subscribers and to one member of each named group. A
+// message for more groups than one frame holds (frameQueues) goes as
+// several; the later ones double the marker ("++" or "||"): queue groups
+// only, the plain subscribers had the first. The
 // cluster port is reachable by anyone who can reach the node, so parsing
 // is bounded like the client port's.
 
@@ -65,8 +70,12 @@ type routeOp struct {
 	weight int    // RS+ of a queue group: how many members the peer has
 	reply  []byte
 	queues [][]byte
-	hdrLen int // -1: no headers
-	msg    []byte
+	// queuesOnly: the frame repeats a message for more of the queue
+	// groups (a "++" or "||" frame); plain subscribers had it from the
+	// first.
+	queuesOnly bool
+	hdrLen     int // -1: no headers
+	msg        []byte
 }
 
 // parseRoute parses one operation from the start of buf. It returns the
@@ -89,9 +98,6 @@ func parseRoute(buf []byte, lim routeLimits, op *routeOp) (int, error) {
 	used := nl + 1
 	var vb [maxVerb]byte
 	verb = upperVerb(&vb, verb)
-	// Room for the arguments of every frame but one naming many queue
-	// groups, so splitting a line allocates nothing.
-	var fb [12][]byte
 	switch string(verb) {
 	case "INFO":
 		op.kind, op.arg = routeOpInfo, bytes.TrimSpace(rest)
@@ -106,12 +112,13 @@ func parseRoute(buf []byte, lim routeLimits, op *routeOp) (int, error) {
 	case "-ERR":
 		op.kind, op.arg = routeOpErr, bytes.TrimSpace(rest)
 	case "RS+":
-		f := fields(fb[:0], rest, 4)
-		if len(f) != 2 && len(f) != 4 {
+		var f [4][]byte
+		n := protocol.Fields(rest, f[:])
+		if n != 2 && n != 4 {
 			return 0, fmt.Errorf("%w: RS+ wants 2 or 4 arguments", errRouteProtocol)
 		}
 		op.kind, op.acct, op.subj = routeOpSub, f[0], f[1]
-		if len(f) == 4 {
+		if n == 4 {
 			op.queue = f[2]
 			w, err := strconv.ParseUint(string(f[3]), 10, 31)
 			if err != nil || w == 0 {
@@ -120,16 +127,18 @@ func parseRoute(buf []byte, lim routeLimits, op *routeOp) (int, error) {
 			op.weight = int(w)
 		}
 	case "RS-":
-		f := fields(fb[:0], rest, 3)
-		if len(f) != 2 && len(f) != 3 {
+		var f [3][]byte
+		n := protocol.Fields(rest, f[:])
+		if n != 2 && n != 3 {
 			return 0, fmt.Errorf("%w: RS- wants 2 or 3 arguments", errRouteProtocol)
 		}
 		op.kind, op.acct, op.subj = routeOpUnsub, f[0], f[1]
-		if len(f) == 3 {
+		if n == 3 {
 			op.queue = f[2]
 		}
 	case "RMSG", "HMSG", "RDMSG", "HDMSG":
-		n, err := parseRouteMsg(verb, fields(fb[:0], rest, maxRouteQueues+8), lim, op)
+		var room [12][]byte
+		n, err := parseRouteMsg(verb, msgFields(&room, rest), lim, op)
 		if err != nil {
 			return 0, err
 		}
@@ -180,13 +189,18 @@ func parseRouteMsg(verb []byte, f [][]byte, lim routeLimits, op *routeOp) (int, 
 	case len(mid) == 0:
 	case len(mid) == 1:
 		op.reply = mid[0]
-	case string(mid[0]) == "+" && len(mid) >= 3:
+	case (string(mid[0]) == "+" || string(mid[0]) == "++") && len(mid) >= 3:
 		op.reply = mid[1]
 		op.queues = append(op.queues, mid[2:]...)
-	case string(mid[0]) == "|" && len(mid) >= 2:
+		op.queuesOnly = len(mid[0]) == 2
+	case (string(mid[0]) == "|" || string(mid[0]) == "||") && len(mid) >= 2:
 		op.queues = append(op.queues, mid[1:]...)
+		op.queuesOnly = len(mid[0]) == 2
 	default:
 		return 0, fmt.Errorf("%w: %s: bad reply/queue arguments", errRouteProtocol, string(verb))
+	}
+	if len(op.queues) > maxRouteQueues {
+		return 0, fmt.Errorf("%w: %s: %d queue groups, at most %d", errRouteProtocol, string(verb), len(op.queues), maxRouteQueues)
 	}
 	size, err := strconv.Atoi(string(nums[len(nums)-1]))
 	if err != nil || size < 0 {
@@ -205,26 +219,16 @@ func parseRouteMsg(verb []byte, f [][]byte, lim routeLimits, op *routeOp) (int, 
 	return size, nil
 }
 
-// fields splits on blanks, appending to out at most max+1 fields (so
-// callers can tell "too many").
-func fields(out [][]byte, b []byte, max int) [][]byte {
-	for len(b) > 0 && len(out) <= max {
-		i := 0
-		for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
-			i++
-		}
-		b = b[i:]
-		if len(b) == 0 {
-			break
-		}
-		j := 0
-		for j < len(b) && b[j] != ' ' && b[j] != '\t' {
-			j++
-		}
-		out = append(out, b[:j])
-		b = b[j:]
+// msgFields splits a message frame's arguments: into room, on the stack,
+// for every frame but one naming many queue groups, so a routed message
+// is parsed without allocating; past the frame's bound (maxRouteQueues+8)
+// the result is one longer than the bound, for parseRouteMsg to refuse.
+func msgFields(room *[12][]byte, args []byte) [][]byte {
+	if n := protocol.Fields(args, room[:]); n <= len(room) {
+		return room[:n]
 	}
-	return out
+	big := make([][]byte, maxRouteQueues+9)
+	return big[:min(protocol.Fields(args, big), len(big))]
 }
 
 // maxVerb is the longest operation name the route protocol has
@@ -270,9 +274,33 @@ func appendRS(b []byte, add bool, acct, subj, queue string, weight int) []byte {
 	return append(b, "\r\n"...)
 }
 
+// maxFrameQueueBytes bounds the queue names (with their separators) one
+// message frame carries: far inside the receiver's control line bound
+// (the client's plus 64 KiB), whatever the subject and reply (each within
+// the client's).
+const maxFrameQueueBytes = 32 << 10
+
+// frameQueues is how many of queues (at least one) the next frame of a
+// message carries: at most maxRouteQueues, and at most
+// maxFrameQueueBytes of names. A message for more queue groups than fit
+// goes as several frames, the later ones marked queues-only.
+func frameQueues(queues [][]byte) int {
+	n, size := 0, 0
+	for n < len(queues) && n < maxRouteQueues {
+		size += len(queues[n]) + 1
+		if n > 0 && size > maxFrameQueueBytes {
+			break
+		}
+		n++
+	}
+	return n
+}
+
 // appendRouteMsgLine appends a message frame's control line. to is nil
-// when the message is routed by subj itself.
-func appendRouteMsgLine(b []byte, acct string, to, subj, reply []byte, queues [][]byte, hdrLen, size int) []byte {
+// when the message is routed by subj itself. queuesOnly marks a frame
+// that repeats a message for more queue groups (see frameQueues); it
+// needs queues.
+func appendRouteMsgLine(b []byte, acct string, to, subj, reply []byte, queues [][]byte, queuesOnly bool, hdrLen, size int) []byte {
 	switch {
 	case to != nil && hdrLen >= 0:
 		b = append(b, "HDMSG "...)
@@ -293,11 +321,19 @@ func appendRouteMsgLine(b []byte, acct string, to, subj, reply []byte, queues []
 	b = append(b, ' ')
 	switch {
 	case len(queues) > 0 && len(reply) > 0:
-		b = append(b, "+ "...)
+		b = append(b, '+')
+		if queuesOnly {
+			b = append(b, '+')
+		}
+		b = append(b, ' ')
 		b = append(b, reply...)
 		b = append(b, ' ')
 	case len(queues) > 0:
-		b = append(b, "| "...)
+		b = append(b, '|')
+		if queuesOnly {
+			b = append(b, '|')
+		}
+		b = append(b, ' ')
 	case len(reply) > 0:
 		b = append(b, reply...)
 		b = append(b, ' ')

@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -115,14 +117,72 @@ func TestParseRouteBad(t *testing.T) {
 	}
 }
 
+// A frame naming more queue groups than the parser's stack room splits
+// into a slice of its own, up to maxRouteQueues; one more is refused.
+func TestParseRouteManyQueues(t *testing.T) {
+	lim := routeLimits{maxControlLine: 16 << 10, maxPayload: 1 << 20}
+	frame := func(n int) ([]byte, []string) {
+		var qs []string
+		for i := range n {
+			qs = append(qs, fmt.Sprintf("q%d", i))
+		}
+		return []byte("RMSG $G foo | " + strings.Join(qs, " ") + " 1\r\nx\r\n"), qs
+	}
+	for _, n := range []int{1, 9, 10, 20, maxRouteQueues} {
+		in, want := frame(n)
+		var op routeOp
+		used, err := parseRoute(in, lim, &op)
+		if err != nil || used != len(in) || string(op.msg) != "x" {
+			t.Fatalf("%d queues: used %d of %d, msg %q, err %v", n, used, len(in), op.msg, err)
+		}
+		var got []string
+		for _, q := range op.queues {
+			got = append(got, string(q))
+		}
+		if !equalStrings(got, want) {
+			t.Fatalf("%d queues: got %d, first %q", n, len(got), got[:min(len(got), 3)])
+		}
+	}
+	in, _ := frame(maxRouteQueues + 1)
+	var op routeOp
+	if _, err := parseRoute(in, lim, &op); !errors.Is(err, errRouteProtocol) {
+		t.Fatalf("%d queues: err %v, want %v", maxRouteQueues+1, err, errRouteProtocol)
+	}
+}
+
+func TestFrameQueues(t *testing.T) {
+	names := func(n, size int) [][]byte {
+		qs := make([][]byte, n)
+		for i := range qs {
+			qs[i] = bytes.Repeat([]byte("q"), size)
+		}
+		return qs
+	}
+	for _, tt := range []struct {
+		qs   [][]byte
+		want int
+	}{
+		{names(1, 1), 1},
+		{names(maxRouteQueues+1, 1), maxRouteQueues},
+		{names(20, 4000), maxFrameQueueBytes / 4001},
+		{names(3, maxFrameQueueBytes*2), 1}, // a frame always carries one
+	} {
+		if got := frameQueues(tt.qs); got != tt.want {
+			t.Errorf("%d names of %d bytes: %d in a frame, want %d", len(tt.qs), len(tt.qs[0]), got, tt.want)
+		}
+	}
+}
+
 func TestRouteMsgLineRoundTrip(t *testing.T) {
 	for _, tt := range []struct {
-		to, reply string
-		queues    []string
-		hdr       int
+		to, reply  string
+		queues     []string
+		queuesOnly bool
+		hdr        int
 	}{
 		{}, {reply: "r"}, {queues: []string{"a", "b"}}, {reply: "r", queues: []string{"a"}},
 		{hdr: 3}, {to: "dlv", hdr: 3, reply: "r", queues: []string{"q"}},
+		{queues: []string{"a"}, queuesOnly: true}, {reply: "r", queues: []string{"a", "b"}, queuesOnly: true},
 	} {
 		var to []byte
 		if tt.to != "" {
@@ -137,7 +197,7 @@ func TestRouteMsgLineRoundTrip(t *testing.T) {
 			hdr = -1
 		}
 		body := "abc-body"
-		b := appendRouteMsgLine(nil, "ACC", to, []byte("subj"), []byte(tt.reply), qs, hdr, len(body))
+		b := appendRouteMsgLine(nil, "ACC", to, []byte("subj"), []byte(tt.reply), qs, tt.queuesOnly, hdr, len(body))
 		b = append(append(b, body...), "\r\n"...)
 		var op routeOp
 		n, err := parseRoute(b, testRouteLimits, &op)
@@ -149,7 +209,7 @@ func TestRouteMsgLineRoundTrip(t *testing.T) {
 			wantTo = "subj"
 		}
 		if string(op.acct) != "ACC" || string(op.subj) != "subj" || string(op.to) != wantTo || string(op.reply) != tt.reply ||
-			len(op.queues) != len(qs) || op.hdrLen != hdr || string(op.msg) != body {
+			len(op.queues) != len(qs) || op.queuesOnly != tt.queuesOnly || op.hdrLen != hdr || string(op.msg) != body {
 			t.Errorf("%q: got %+v", b, op)
 		}
 	}

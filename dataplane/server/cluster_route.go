@@ -79,9 +79,16 @@ func (r *route) sendMsg(acct string, to, subj, reply []byte, queues [][]byte, hd
 		o.mu.Unlock()
 		return nil
 	}
-	need := len(acct) + len(to) + len(subj) + len(reply) + 48 + len(msg)
-	for _, q := range queues {
-		need += len(q) + 1
+	frame := len(acct) + len(to) + len(subj) + len(reply) + 48 + len(msg)
+	need := frame
+	for rest := queues; len(rest) > 0; {
+		n := frameQueues(rest)
+		for _, q := range rest[:n] {
+			need += len(q) + 1
+		}
+		if rest = rest[n:]; len(rest) > 0 {
+			need += frame
+		}
 	}
 	if q := o.mu.accts[acct]; q != nil && q.pending+int64(need) > acctShare(max) {
 		first := !q.dropping
@@ -96,9 +103,16 @@ func (r *route) sendMsg(acct string, to, subj, reply []byte, queues [][]byte, hd
 	}
 	q := o.acctLocked(acct, need)
 	before := len(q.chunks.cur)
-	q.chunks.cur = appendRouteMsgLine(q.chunks.cur, acct, to, subj, reply, queues, hdrLen, len(msg))
-	q.chunks.cur = append(q.chunks.cur, msg...)
-	q.chunks.cur = append(q.chunks.cur, '\r', '\n')
+	for first := true; first || len(queues) > 0; first = false {
+		n := 0
+		if len(queues) > 0 {
+			n = frameQueues(queues)
+		}
+		q.chunks.cur = appendRouteMsgLine(q.chunks.cur, acct, to, subj, reply, queues[:n], !first, hdrLen, len(msg))
+		q.chunks.cur = append(q.chunks.cur, msg...)
+		q.chunks.cur = append(q.chunks.cur, '\r', '\n')
+		queues = queues[n:]
+	}
 	if st := o.addedLocked(q, len(q.chunks.cur)-before, max); st != nil {
 		stall = st
 	}

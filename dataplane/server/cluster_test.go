@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"net"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -203,4 +205,70 @@ func TestClusterQueueWeight(t *testing.T) {
 	subs[2].Unsubscribe()
 	nc.Flush()
 	waitUntil(t, "no interest on n1", func() bool { return acc.remote.Load() == 0 && !acc.HasInterest("jobs") })
+}
+
+// A message for more queue groups than one route frame holds (by count,
+// or by the length of their names) crosses as several frames: every group
+// gets it once, the plain subscriber once, and the route, which every
+// tenant's traffic shares, stays up. One frame of it all was refused by
+// the receiver, which cut the route.
+func TestClusterManyQueueGroupsOneMessage(t *testing.T) {
+	s := startMesh(t, 2)
+	rid := s[0].Routes()[0].RID
+	var groups []string
+	for i := range maxRouteQueues + 100 {
+		groups = append(groups, fmt.Sprintf("q%d", i))
+	}
+	for i := range 20 {
+		groups = append(groups, fmt.Sprintf("long%04d-%s", i, strings.Repeat("x", 4000)))
+	}
+	got := make([]atomic.Int32, len(groups))
+	var total atomic.Int32
+	nc := connect(t, s[1])
+	for i, q := range groups {
+		if _, err := nc.QueueSubscribe("many.x", q, func(*nats.Msg) { got[i].Add(1); total.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain, err := nc.SubscribeSync("many.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the interest on n1", func() bool { return s[0].Routes()[0].Subs >= len(groups)+1 })
+	pub := connect(t, s[0])
+	const msgs = 3
+	for range msgs {
+		if err := pub.Publish("many.x", []byte("hi")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Publish("many.end", nil); err != nil {
+		t.Fatal(err)
+	}
+	// Frames keep their order on the route: once the plain subscriber
+	// has many.end, it has had every copy it was sent.
+	for i := 0; ; i++ {
+		m, err := plain.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatalf("plain subscriber after %d messages: %v", i, err)
+		}
+		if m.Subject == "many.end" {
+			if i != msgs {
+				t.Fatalf("plain subscriber got %d copies of %d messages", i, msgs)
+			}
+			break
+		}
+	}
+	waitUntil(t, "every queue group's messages", func() bool { return int(total.Load()) >= msgs*len(groups) })
+	for i := range got {
+		if n := got[i].Load(); n != msgs {
+			t.Fatalf("queue group %.10s… got %d of %d messages", groups[i], n, msgs)
+		}
+	}
+	if r := s[0].Routes(); len(r) != 1 || r[0].RID != rid {
+		t.Fatalf("the route was replaced: %+v (first was %d)", r, rid)
+	}
 }
