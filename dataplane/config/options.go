@@ -32,6 +32,8 @@ const (
 	// for a client's handshake before sending INFO in plain text, when
 	// handshake_first is "auto".
 	DefaultHandshakeFirstFallback = 50 * time.Millisecond
+	// DefaultMaxAccountSubs is max_account_subscriptions' default.
+	DefaultMaxAccountSubs = 1 << 16
 	// MaxPayloadLimit is the largest max_payload nats-server accepts.
 	MaxPayloadLimit = 64 << 20
 )
@@ -53,10 +55,17 @@ type Options struct {
 	MaxConnections int
 	// MaxPending is the outbound buffer per connection, in bytes, beyond
 	// which the client is cut off as a slow consumer.
-	MaxPending    int64
-	PingInterval  time.Duration
-	PingMax       int
-	WriteDeadline time.Duration
+	MaxPending int64
+	// MaxAccountSubs bounds one account's client subscriptions on this
+	// node (max_account_subscriptions; not a nats-server setting): a SUB
+	// past it is refused as one past a connection's limit is. Every peer
+	// holds what a node's accounts subscribe, and refuses one account's
+	// interest past the same bound, so one tenant's subscriptions cost
+	// the others neither a route nor unbounded memory.
+	MaxAccountSubs int64
+	PingInterval   time.Duration
+	PingMax        int
+	WriteDeadline  time.Duration
 
 	ServerName   string
 	Debug, Trace bool
@@ -210,6 +219,7 @@ func Default() *Options {
 		MaxControlLine: DefaultMaxControlLine,
 		MaxConnections: DefaultMaxConnections,
 		MaxPending:     DefaultMaxPending,
+		MaxAccountSubs: DefaultMaxAccountSubs,
 		PingInterval:   DefaultPingInterval,
 		PingMax:        DefaultPingMax,
 		WriteDeadline:  DefaultWriteDeadline,

@@ -13,7 +13,7 @@ func TestDefault(t *testing.T) {
 	o := Default()
 	want := &Options{
 		Host: "0.0.0.0", Port: 4222,
-		MaxPayload: 1 << 20, MaxControlLine: 4096, MaxConnections: 65536,
+		MaxPayload: 1 << 20, MaxControlLine: 4096, MaxConnections: 65536, MaxAccountSubs: 1 << 16,
 		MaxPending: 64 << 20, PingInterval: 2 * time.Minute, PingMax: 2,
 		WriteDeadline: 10 * time.Second, LogTime: true,
 	}
@@ -98,6 +98,7 @@ func TestParseFields(t *testing.T) {
 		{"max_connections", "max_connections: 10", func(o *Options) { o.MaxConnections = 10 }},
 		{"max_conn", "max_conn: 11", func(o *Options) { o.MaxConnections = 11 }},
 		{"max_pending", "max_pending: 1GB", func(o *Options) { o.MaxPending = 1 << 30 }},
+		{"max_account_subscriptions", "max_account_subscriptions: 1000", func(o *Options) { o.MaxAccountSubs = 1000 }},
 		{"ping_interval string", `ping_interval: "30s"`, func(o *Options) { o.PingInterval = 30 * time.Second }},
 		{"ping_interval compound bare", `ping_interval: 1m30s`, func(o *Options) { o.PingInterval = 90 * time.Second }},
 		{"ping_interval seconds", "ping_interval: 60", func(o *Options) { o.PingInterval = time.Minute }},

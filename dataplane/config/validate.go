@@ -32,6 +32,9 @@ func (o *Options) Validate() error {
 	} else if int64(o.MaxPayload) > o.MaxPending {
 		add("max_payload (%d) cannot be larger than max_pending (%d)", o.MaxPayload, o.MaxPending)
 	}
+	if o.MaxAccountSubs <= 0 {
+		add("max_account_subscriptions: %d must be positive", o.MaxAccountSubs)
+	}
 	if o.PingInterval <= 0 {
 		add("ping_interval: %v must be positive", o.PingInterval)
 	}

@@ -32,6 +32,7 @@ func TestValidate(t *testing.T) {
 		{"max_payload at limit", func(o *Options) { o.MaxPayload = 64 << 20 }, nil},
 		{"max_payload over max_pending", func(o *Options) { o.MaxPayload = 2 << 20; o.MaxPending = 1 << 20 }, []string{"max_payload (2097152) cannot be larger than max_pending (1048576)"}},
 		{"max_control_line", func(o *Options) { o.MaxControlLine = 0 }, []string{"max_control_line: 0 must be positive"}},
+		{"max_account_subscriptions", func(o *Options) { o.MaxAccountSubs = -1 }, []string{"max_account_subscriptions: -1 must be positive"}},
 		{"max_connections", func(o *Options) { o.MaxConnections = -1 }, []string{"max_connections: -1 must be positive"}},
 		{"max_pending", func(o *Options) { o.MaxPending = 0 }, []string{"max_pending: 0 must be positive"}},
 		{"ping_interval", func(o *Options) { o.PingInterval = 0 }, []string{"ping_interval: 0s must be positive"}},

@@ -534,6 +534,15 @@ func (c *client) processSub(op *protocol.Op) {
 		c.pcd = append(c.pcd, c)
 		return
 	}
+	// The account's bound on this node: its subscriptions are announced
+	// to every peer, which holds them all (see route.remoteSub).
+	// Concurrent SUBs of its clients may pass it by one each.
+	if max := c.srv.opts.MaxAccountSubs; int64(c.acc.clientSubs()) >= max {
+		c.logger().Warn("account subscription limit reached on this node", "max_account_subscriptions", max)
+		c.queue(protocol.AppendErr(nil, errTextMaxSubs))
+		c.pcd = append(c.pcd, c)
+		return
+	}
 	sub := &subscription{
 		acc:     c.acc,
 		client:  c,

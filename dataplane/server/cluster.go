@@ -30,9 +30,12 @@ const (
 	// routeStale: a route that has sent nothing (not even PONG) for this
 	// long is cut and redialed.
 	routeStale = 3 * routePingInterval
-	// maxRemoteSubs bounds the interest one route may announce: the
-	// cluster port is hostile input too.
-	maxRemoteSubs = 1 << 20
+	// maxRemoteSubs bounds the interest one route may announce, all
+	// accounts together (queue groups by weight): the cluster port is
+	// hostile input too. Each account has its own, smaller bound
+	// (Options.MaxAccountSubs), so it takes many accounts at theirs to
+	// reach this one.
+	maxRemoteSubs = 1 << 22
 )
 
 // Why a route ended.

@@ -37,6 +37,10 @@ type route struct {
 	// the account.
 	rsubs  map[string]map[ikey]*subscription
 	nrsubs int // guarded by cl.mu
+	// refusing names the accounts whose interest past a bound this route
+	// refused, so each is logged once while the route lasts; guarded by
+	// cl.mu.
+	refusing map[string]bool
 
 	inMsgs, outMsgs, inBytes, outBytes atomic.Uint64
 	// dropped counts messages dropped for an account over its share.
@@ -368,10 +372,6 @@ func (r *route) remoteSub(acct, subj, queue string, weight int) bool {
 		return false
 	}
 	m := r.rsubs[acct]
-	if m == nil {
-		m = map[ikey]*subscription{}
-		r.rsubs[acct] = m
-	}
 	sub := m[k]
 	old := 0
 	if sub != nil {
@@ -381,10 +381,25 @@ func (r *route) remoteSub(acct, subj, queue string, weight int) bool {
 			return true
 		}
 	}
-	if r.nrsubs-old+weight > maxRemoteSubs {
+	// Past a bound the interest is refused and the route stays: cutting
+	// it would cut every tenant's traffic, and the peer would announce
+	// the same set again when it redials.
+	if perAcct := cl.srv.opts.MaxAccountSubs; (sub == nil && int64(len(m)) >= perAcct) || r.nrsubs-old+weight > maxRemoteSubs {
+		first := !r.refusing[acct]
+		if r.refusing == nil {
+			r.refusing = map[string]bool{}
+		}
+		r.refusing[acct] = true
 		cl.mu.Unlock()
-		r.log.Warn("route announced too much interest, closing", "max", maxRemoteSubs)
-		return false
+		if first {
+			r.log.Warn("route interest past its bound refused: messages from this node will not reach the subscriptions past it",
+				"account", acct, "max_account_subscriptions", perAcct, "max_route_interest", maxRemoteSubs)
+		}
+		return true
+	}
+	if m == nil {
+		m = map[ikey]*subscription{}
+		r.rsubs[acct] = m
 	}
 	if sub == nil {
 		sub = &subscription{subject: []byte(subj), queue: []byte(queue), fwd: &routeSub{r: r, acct: acct, queue: []byte(queue)}}

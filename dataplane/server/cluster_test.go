@@ -18,6 +18,13 @@ import (
 // for the full mesh.
 func startMesh(t *testing.T, n int) []*Server {
 	t.Helper()
+	return startMeshWith(t, n, nil)
+}
+
+// startMeshWith is startMesh with tweak, if set, adjusting node i's
+// options.
+func startMeshWith(t *testing.T, n int, tweak func(i int, o *config.Options)) []*Server {
+	t.Helper()
 	lns := make([]net.Listener, n)
 	var peers []config.Peer
 	for i := range lns {
@@ -33,6 +40,9 @@ func startMesh(t *testing.T, n int) []*Server {
 		s := startServer(t, func(o *config.Options) {
 			o.ServerName = peers[i].ID
 			o.Cluster = &config.ClusterOptions{Name: "test", Host: "127.0.0.1", Peers: peers}
+			if tweak != nil {
+				tweak(i, o)
+			}
 		})
 		m := mux.New(lns[i], s.log, testSecret, nil)
 		t.Cleanup(func() { m.Close() })
@@ -270,5 +280,94 @@ func TestClusterManyQueueGroupsOneMessage(t *testing.T) {
 	}
 	if r := s[0].Routes(); len(r) != 1 || r[0].RID != rid {
 		t.Fatalf("the route was replaced: %+v (first was %d)", r, rid)
+	}
+}
+
+// One account's subscriptions are bounded on each node
+// (max_account_subscriptions): the SUB past the bound gets nats-server's
+// error, and a route refuses a peer's interest for one account past it
+// while keeping the others' and staying up. n2 allows more than n1, so
+// n2 announces to n1 more of account A's interest than n1 takes.
+func TestClusterAccountSubscriptionBound(t *testing.T) {
+	const n1Max, n2Max, subsA = 50, 1000, 200
+	none := config.AccountLimits{MaxConnections: -1, MaxSubscriptions: -1, MaxPayload: -1, MaxLeafNodes: -1}
+	s := startMeshWith(t, 2, func(i int, o *config.Options) {
+		o.MaxAccountSubs = n1Max
+		if i == 1 {
+			o.MaxAccountSubs = n2Max
+		}
+		o.Accounts = []*config.Account{
+			{Name: "A", Users: []config.User{{Name: "a", Password: "a"}}, Limits: none},
+			{Name: "B", Users: []config.User{{Name: "b", Password: "b"}}, Limits: none},
+		}
+	})
+	rid := s[0].Routes()[0].RID
+	errs := make(chan error, 16)
+	onErr := nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err })
+
+	a2 := connect(t, s[1], nats.UserInfo("a", "a"), onErr)
+	var subs []*nats.Subscription
+	for i := range subsA {
+		sub, err := a2.SubscribeSync(fmt.Sprintf("a.%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, sub)
+	}
+	b2 := connect(t, s[1], nats.UserInfo("b", "b"), onErr)
+	bsub, err := b2.SubscribeSync("b.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range []*nats.Conn{a2, b2} {
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("n2 refused a subscription within its bound: %v", err)
+	default:
+	}
+	// n1 holds n1Max of A's interests and B's one.
+	waitUntil(t, "n1 to hold the interest it takes", func() bool { return s[0].Routes()[0].Subs == n1Max+1 })
+
+	// B is untouched and the route stayed up: B's message crosses it.
+	b1 := connect(t, s[0], nats.UserInfo("b", "b"))
+	if err := b1.Publish("b.x", []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := bsub.NextMsg(5 * time.Second); err != nil || string(m.Data) != "b" {
+		t.Fatalf("account B across the route: %v %v", m, err)
+	}
+	// A's interest within n1's bound (announced first) works too.
+	a1 := connect(t, s[0], nats.UserInfo("a", "a"), onErr)
+	if err := a1.Publish("a.0", []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := subs[0].NextMsg(5 * time.Second); err != nil || string(m.Data) != "a" {
+		t.Fatalf("account A within the bound across the route: %v %v", m, err)
+	}
+	if r := s[0].Routes(); len(r) != 1 || r[0].RID != rid {
+		t.Fatalf("the route was replaced: %+v (first was %d)", r, rid)
+	}
+
+	// On n1 itself, A's SUB past the bound is refused with nats-server's
+	// error; the connection stays.
+	for i := range n1Max + 1 {
+		if _, err := a1.SubscribeSync(fmt.Sprintf("own.%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-errs:
+		if !strings.Contains(strings.ToLower(err.Error()), "maximum subscriptions exceeded") {
+			t.Fatalf("SUB past the bound: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no error for the SUB past the account's bound")
+	}
+	if err := a1.Flush(); err != nil || a1.IsClosed() {
+		t.Fatalf("connection after the refused SUB: %v, closed %v", err, a1.IsClosed())
 	}
 }
