@@ -166,6 +166,9 @@ type clusterState struct {
 	// nudging is set while a nudge barrier runs; nudgeAgain asks for
 	// another once it ends (see nudgeMeta).
 	nudging, nudgeAgain atomic.Bool
+	// moves budgets the leadership moves stepdown requests make of the
+	// partitions this node leads (stepdown).
+	moves moveBudget
 	// digests are this node's digests of its partitions' copies, for
 	// the digest check (cluster_check.go).
 	digests *digests

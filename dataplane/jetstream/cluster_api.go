@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -218,15 +219,81 @@ func (a *jsAccount) catalogInfo(asg *assignment) *api.StreamInfo {
 }
 
 // stepdown hands the leadership of the stream's partition to another
-// member (or, with a preferred placement, to that one).
+// member (or, with a preferred placement, to that one), within this
+// node's budget of such moves for the partition (moveBudget).
 func (a *jsAccount) stepdown(s *stream, preferred string) *api.Error {
 	c := a.e.cl
 	g := groupOf(s.id)
 	if c == nil || g == 0 {
 		return api.NewClusterRequiredError()
 	}
+	if wait := c.moves.take(g, a.e.opts.Now()); wait > 0 {
+		return api.NewStreamGeneralError(fmt.Errorf("partition P%d (this stream and the others it carries) was moved by stepdown requests %d times lately; try again in %s",
+			g, stepdownBurst, wait.Round(100*time.Millisecond)))
+	}
 	if err := c.r.Group(g).TransferLeadership(preferred); err != nil {
+		c.moves.refund(g)
 		return api.NewStreamGeneralError(err)
 	}
 	return nil
+}
+
+// A stream's leader is its partition's, so a stepdown (of a stream or of
+// a consumer) moves every stream the partition carries, whatever their
+// accounts, and each move costs them a moment without a leader. Each
+// node lets requests move a partition it leads stepdownBurst times at
+// once and once per stepdownRefill after that: one tenant asking in a
+// loop moves a partition about once per stepdownRefill/(nodes) and not
+// as fast as it asks. Moves by failover or balancing are not counted.
+const (
+	stepdownBurst  = 2
+	stepdownRefill = 10 * time.Second
+)
+
+// moveBudget is a node's token bucket of requested leadership moves, per
+// partition.
+type moveBudget struct {
+	mu sync.Mutex
+	// left is each partition's tokens and when they were counted; a
+	// partition not in it has a full bucket. Guarded by mu.
+	left map[uint16]moveTokens
+}
+
+type moveTokens struct {
+	n  float64
+	at time.Time
+}
+
+// take spends one of partition g's tokens at now and returns 0, or, when
+// none is left, how long until one is.
+func (b *moveBudget) take(g uint16, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.left[g]
+	if !ok {
+		t = moveTokens{n: stepdownBurst, at: now}
+	}
+	if now.After(t.at) {
+		t.n = min(stepdownBurst, t.n+float64(now.Sub(t.at))/float64(stepdownRefill))
+		t.at = now
+	}
+	if t.n < 1 {
+		return time.Duration((1 - t.n) * float64(stepdownRefill))
+	}
+	t.n--
+	if b.left == nil {
+		b.left = map[uint16]moveTokens{}
+	}
+	b.left[g] = t
+	return 0
+}
+
+// refund returns the token of a move that did not happen.
+func (b *moveBudget) refund(g uint16) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t, ok := b.left[g]; ok {
+		t.n = min(stepdownBurst, t.n+1)
+		b.left[g] = t
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -583,5 +584,81 @@ func TestClusterInfoDuringPublishes(t *testing.T) {
 			n := leaderOf(nodes, asg.group())
 			return n != nil && n != l
 		})
+	}
+}
+
+// A node lets stepdown requests move a partition it leads stepdownBurst
+// times, then once per stepdownRefill; a move that fails is refunded.
+func TestMoveBudget(t *testing.T) {
+	var b moveBudget
+	t0 := time.Unix(1000, 0)
+	for i := range stepdownBurst {
+		if w := b.take(1, t0); w != 0 {
+			t.Fatalf("take %d within the burst: wait %v", i, w)
+		}
+	}
+	if w := b.take(1, t0); w != stepdownRefill {
+		t.Fatalf("past the burst: wait %v, want %v", w, stepdownRefill)
+	}
+	if w := b.take(2, t0); w != 0 {
+		t.Fatalf("another partition's budget is its own: wait %v", w)
+	}
+	if w := b.take(1, t0.Add(stepdownRefill/4)); w != stepdownRefill*3/4 {
+		t.Fatalf("a quarter refilled: wait %v", w)
+	}
+	if w := b.take(1, t0.Add(stepdownRefill)); w != 0 {
+		t.Fatalf("refilled: wait %v", w)
+	}
+	b.refund(1) // that move failed
+	if w := b.take(1, t0.Add(stepdownRefill)); w != 0 {
+		t.Fatalf("refunded: wait %v", w)
+	}
+	if w := b.take(1, t0.Add(stepdownRefill)); w == 0 {
+		t.Fatal("spent again, yet a move was allowed")
+	}
+}
+
+// One account asking for stepdowns in a loop moves its stream's partition,
+// which carries other accounts' streams too, only as often as the nodes'
+// budgets allow; the refusal says when to ask again.
+func TestClusterStepdownStormIsBounded(t *testing.T) {
+	acc := newFakeAccount("A")
+	nodes := startTestCluster(t, 3, 1, acc)
+	waitClusterReady(t, nodes)
+	for try := 0; ; try++ {
+		var resp api.StreamCreateResponse
+		acc.apiCall(t, "$JS.API.STREAM.CREATE.S", api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}, &resp)
+		if resp.Error == nil {
+			break
+		}
+		if resp.Error.ErrCode != api.CodeClusterNotAvailable || try == 10 {
+			t.Fatalf("create: %v", resp.Error)
+		}
+	}
+	asg := waitAssigned(t, nodes, "A", "S")
+	moved, refused := 0, 0
+	for range 3*stepdownBurst + 4 {
+		l := leaderOf(nodes, asg.group())
+		for l == nil {
+			waitForCond(t, "a leader", func() bool { return leaderOf(nodes, asg.group()) != nil })
+			l = leaderOf(nodes, asg.group())
+		}
+		var resp api.SuccessResponse
+		acc.apiCall(t, "$JS.API.STREAM.LEADER.STEPDOWN.S", nil, &resp)
+		switch {
+		case resp.Error == nil:
+			moved++
+			waitForCond(t, "the partition moved", func() bool {
+				n := leaderOf(nodes, asg.group())
+				return n != nil && n != l
+			})
+		case strings.Contains(resp.Error.Description, "try again in"):
+			refused++
+		default:
+			t.Fatalf("stepdown: %v", resp.Error)
+		}
+	}
+	if moved > 3*stepdownBurst || refused == 0 {
+		t.Fatalf("%d moves and %d refusals; at most %d moves within the budgets", moved, refused, 3*stepdownBurst)
 	}
 }
