@@ -384,7 +384,7 @@ func (r *route) remoteSub(acct, subj, queue string, weight int) bool {
 	// Past a bound the interest is refused and the route stays: cutting
 	// it would cut every tenant's traffic, and the peer would announce
 	// the same set again when it redials.
-	if perAcct := cl.srv.opts.MaxAccountSubs; (sub == nil && int64(len(m)) >= perAcct) || r.nrsubs-old+weight > maxRemoteSubs {
+	if perAcct := remoteAccountSubs(cl.srv.opts.MaxAccountSubs); (sub == nil && int64(len(m)) >= perAcct) || r.nrsubs-old+weight > maxRemoteSubs {
 		first := !r.refusing[acct]
 		if r.refusing == nil {
 			r.refusing = map[string]bool{}
@@ -425,6 +425,13 @@ func (r *route) remoteSub(acct, subj, queue string, weight int) bool {
 	}
 	return true
 }
+
+// remoteAccountSubs is how much of one account's interest a route takes:
+// a peer announces its clients' subscriptions (at most maxClient, as here)
+// and the server's own for the account (JetStream's stream captures,
+// consumers and API, imports), which no client bound counts; the room
+// above maxClient is theirs.
+func remoteAccountSubs(maxClient int64) int64 { return 4 * maxClient }
 
 func (r *route) remoteUnsub(acct, subj, queue string) {
 	cl := r.cl
