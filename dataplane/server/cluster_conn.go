@@ -484,9 +484,9 @@ func (r *route) deliverRouted(snd *sender, op *routeOp) {
 			snd.deliver(sub, op.subj, op.reply, op.hdrLen, op.msg)
 		}
 	}
-	isNamed := namedIn(op.queues)
+	named := namedIn(op.queues)
 	for _, members := range res.Queues {
-		if len(members) == 0 || !isNamed(members[0].queue) {
+		if len(members) == 0 || !named.has(members[0].queue) {
 			continue
 		}
 		if sub := pickLocalMember(members); sub != nil {
@@ -496,22 +496,34 @@ func (r *route) deliverRouted(snd *sender, op *routeOp) {
 	snd.links = linkCtx{}
 }
 
-// namedIn returns a test for membership in queues: a scan for the few
-// names a frame usually carries, a set for many, so a frame naming
-// hundreds of groups against as many local ones costs their sum, not
-// their product, on the route's reader every tenant shares.
-func namedIn(queues [][]byte) func(q []byte) bool {
+// queueNames is the queue groups a frame names, tested for membership by
+// a scan for the few names a frame usually carries and through a set for
+// many, so a frame naming hundreds of groups against as many local ones
+// costs their sum, not their product, on the route's reader every tenant
+// shares. A value: the usual frame's costs no allocation.
+type queueNames struct {
+	list [][]byte
+	set  map[string]struct{}
+}
+
+func namedIn(queues [][]byte) queueNames {
 	if len(queues) <= 16 {
-		return func(q []byte) bool { return named(queues, q) }
+		return queueNames{list: queues}
 	}
 	set := make(map[string]struct{}, len(queues))
 	for _, q := range queues {
 		set[string(q)] = struct{}{}
 	}
-	return func(q []byte) bool {
-		_, ok := set[string(q)]
+	return queueNames{set: set}
+}
+
+// has reports whether the frame names q.
+func (n queueNames) has(q []byte) bool {
+	if n.set != nil {
+		_, ok := n.set[string(q)]
 		return ok
 	}
+	return named(n.list, q)
 }
 
 // named reports whether q is among queues.
