@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/contrail/contrail/dataplane/jetstream/api"
 	"github.com/contrail/contrail/dataplane/store"
 )
 
@@ -15,24 +14,12 @@ func checkCluster(t *testing.T) (nodes []*testNode, asg *assignment) {
 	acc := newFakeAccount("A")
 	nodes = startTestCluster(t, 3, 2, acc)
 	waitClusterReady(t, nodes)
-	// A node that has not heard from the new meta leader yet may say
-	// 10008 first, as nats-server does; a client asks again.
-	for try := 0; ; try++ {
-		var resp api.StreamCreateResponse
-		acc.apiCall(t, "$JS.API.STREAM.CREATE.S", api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}, &resp)
-		if resp.Error == nil {
-			break
-		}
-		if resp.Error.ErrCode != api.CodeClusterNotAvailable || try == 10 {
-			t.Fatalf("create: %v", resp.Error)
-		}
-	}
+	asg = createR3(t, acc, nodes, "S", "s.>")
 	for i := 1; i <= 20; i++ {
 		if ack := publishOnce(t, acc, "s.x", fmt.Sprint(i)); ack.Error != nil {
 			t.Fatalf("publish %d: %v", i, ack.Error)
 		}
 	}
-	asg = waitAssigned(t, nodes, "A", "S")
 	return nodes, asg
 }
 

@@ -22,17 +22,7 @@ func TestStreamIDsNeverReused(t *testing.T) {
 	waitClusterReady(t, nodes)
 	create := func(name string) uint64 {
 		t.Helper()
-		for try := 0; ; try++ {
-			var resp api.StreamCreateResponse
-			acc.apiCall(t, "$JS.API.STREAM.CREATE."+name, api.StreamConfig{Name: name, Subjects: []string{name + ".>"}, Replicas: 3}, &resp)
-			if resp.Error == nil {
-				break
-			}
-			if resp.Error.ErrCode != api.CodeClusterNotAvailable || try == 10 {
-				t.Fatalf("create %s: %v", name, resp.Error)
-			}
-		}
-		return waitAssigned(t, nodes, "A", name).ID
+		return createR3(t, acc, nodes, name, name+".>").ID
 	}
 	first := create("S1")
 	var del api.SuccessResponse

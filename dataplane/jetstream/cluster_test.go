@@ -395,6 +395,25 @@ func waitAssigned(t *testing.T, nodes []*testNode, account, name string) *assign
 	return asg
 }
 
+// createR3 creates R3 stream name on subject in acc's account and waits
+// until every node's catalog has it. A node that has not heard from the
+// new meta leader yet may say 10008 first, as nats-server does; a client
+// asks again.
+func createR3(t *testing.T, acc *fakeAccount, nodes []*testNode, name, subject string) *assignment {
+	t.Helper()
+	for try := 0; ; try++ {
+		var resp api.StreamCreateResponse
+		acc.apiCall(t, "$JS.API.STREAM.CREATE."+name, api.StreamConfig{Name: name, Subjects: []string{subject}, Replicas: 3}, &resp)
+		if resp.Error == nil {
+			break
+		}
+		if resp.Error.ErrCode != api.CodeClusterNotAvailable || try == 10 {
+			t.Fatalf("create %s: %v", name, resp.Error)
+		}
+	}
+	return waitAssigned(t, nodes, acc.Name(), name)
+}
+
 // leaderOf is the node leading group g, or nil.
 func leaderOf(nodes []*testNode, g uint16) *testNode {
 	for _, nd := range nodes {
@@ -547,17 +566,7 @@ func TestClusterInfoDuringPublishes(t *testing.T) {
 	acc := newFakeAccount("A")
 	nodes := startTestCluster(t, 3, 1, acc)
 	waitClusterReady(t, nodes)
-	for try := 0; ; try++ {
-		var resp api.StreamCreateResponse
-		acc.apiCall(t, "$JS.API.STREAM.CREATE.S", api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}, &resp)
-		if resp.Error == nil {
-			break
-		}
-		if resp.Error.ErrCode != api.CodeClusterNotAvailable || try == 10 {
-			t.Fatalf("create: %v", resp.Error)
-		}
-	}
-	asg := waitAssigned(t, nodes, "A", "S")
+	asg := createR3(t, acc, nodes, "S", "s.>")
 	var acked atomic.Int64
 	unsub, _ := acc.SubscribeInternal("_INBOX.acks.>", func(_, _, _, msg []byte) {
 		if bytes.Contains(msg, []byte(`"seq"`)) {
@@ -625,17 +634,7 @@ func TestClusterStepdownStormIsBounded(t *testing.T) {
 	acc := newFakeAccount("A")
 	nodes := startTestCluster(t, 3, 1, acc)
 	waitClusterReady(t, nodes)
-	for try := 0; ; try++ {
-		var resp api.StreamCreateResponse
-		acc.apiCall(t, "$JS.API.STREAM.CREATE.S", api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}, &resp)
-		if resp.Error == nil {
-			break
-		}
-		if resp.Error.ErrCode != api.CodeClusterNotAvailable || try == 10 {
-			t.Fatalf("create: %v", resp.Error)
-		}
-	}
-	asg := waitAssigned(t, nodes, "A", "S")
+	asg := createR3(t, acc, nodes, "S", "s.>")
 	moved, refused := 0, 0
 	for range 3*stepdownBurst + 4 {
 		l := leaderOf(nodes, asg.group())
