@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"runtime"
 	"sync"
@@ -430,8 +431,14 @@ func (r *route) remoteSub(acct, subj, queue string, weight int) bool {
 // a peer announces its clients' subscriptions (at most maxClient, as here)
 // and the server's own for the account (JetStream's stream captures,
 // consumers and API, imports), which no client bound counts; the room
-// above maxClient is theirs.
-func remoteAccountSubs(maxClient int64) int64 { return 4 * maxClient }
+// above maxClient is theirs. It saturates: a bound configured near the
+// int64 limit must not wrap to a negative one that refuses everything.
+func remoteAccountSubs(maxClient int64) int64 {
+	if maxClient > math.MaxInt64/4 {
+		return math.MaxInt64
+	}
+	return 4 * maxClient
+}
 
 func (r *route) remoteUnsub(acct, subj, queue string) {
 	cl := r.cl

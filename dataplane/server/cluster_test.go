@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -372,5 +373,18 @@ func TestClusterAccountSubscriptionBound(t *testing.T) {
 	}
 	if err := a1.Flush(); err != nil || a1.IsClosed() {
 		t.Fatalf("connection after the refused SUB: %v, closed %v", err, a1.IsClosed())
+	}
+}
+
+// A route's bound on one account's interest follows the configured
+// client bound and saturates at the top of int64 instead of wrapping.
+func TestRemoteAccountSubs(t *testing.T) {
+	for _, tt := range []struct{ in, want int64 }{
+		{1, 4}, {1 << 16, 1 << 18}, {math.MaxInt64 / 4, math.MaxInt64 / 4 * 4},
+		{math.MaxInt64/4 + 1, math.MaxInt64}, {math.MaxInt64, math.MaxInt64},
+	} {
+		if got := remoteAccountSubs(tt.in); got != tt.want {
+			t.Errorf("remoteAccountSubs(%d) = %d, want %d", tt.in, got, tt.want)
+		}
 	}
 }
