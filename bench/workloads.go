@@ -114,6 +114,20 @@ var workloads = []Workload{
 		Main:    append([]string{"bench", "js", "pub", "async", jsSubject}, jsPubFlags...),
 	},
 	{
+		// A stream at its size limit, evicting its oldest message for
+		// each one it stores: how most production streams run, and a
+		// path the uncapped workloads never take.
+		// (natscli's --maxbytes makes a discard-new stream, which
+		// refuses instead, so Setup makes the stream.)
+		Name:    "js pub async capped",
+		Enabled: true,
+		Div:     2,
+		Reset:   [][]string{rmStream},
+		Setup: [][]string{{"stream", "add", streamName, "--subjects", jsSubject, "--storage", "file", "--replicas", "1",
+			"--max-bytes", "1MB", "--discard", "old", "--defaults"}},
+		Main: []string{"bench", "js", "pub", "async", jsSubject, "--purge"},
+	},
+	{
 		Name:    "js pub sync",
 		Enabled: true,
 		Div:     20,
