@@ -101,7 +101,18 @@ func noisyBenchmark(ctx context.Context, cfg config) error {
 		return err
 	}
 	printNoisyTable(os.Stdout, results)
-	return sidesError(results)
+
+	fmt.Printf("\ningest: tenant A floods %d streams capped at %d messages, one connection each; tenant B publishes async (%d in flight) to its own stream for %s alone and %s during the flood\n",
+		ingestFloodStreams, ingestFloodMaxMsgs, ingestWindow, ingestAlone, ingestFlooded)
+	ingest, err := runSides(ctx, sides, func(s tenantSide) *noisyIngest {
+		fmt.Printf("\n%s: %s\n", s.name, s.bin)
+		return runIngestSide(ctx, s, root, world)
+	})
+	if err != nil {
+		return err
+	}
+	printIngestTable(os.Stdout, ingest)
+	return errors.Join(sidesError(results), sidesError(ingest))
 }
 
 // runNoisySide starts one server, fills A's stream, measures B alone and

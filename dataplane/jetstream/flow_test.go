@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -192,11 +193,11 @@ func TestCaptureBackPressure(t *testing.T) {
 }
 
 // TestGroupsAreFair: a stream with a long queue contributes its share to
-// each group, and another stream's proposal submitted behind it is in the
-// first group all the same.
+// each group, and another account's proposal submitted behind it is in
+// the first group all the same.
 func TestGroupsAreFair(t *testing.T) {
 	ap := &applier{}
-	busy, quiet := &stream{}, &stream{}
+	busy, quiet := &stream{ledger: newUsageLedger()}, &stream{ledger: newUsageLedger()}
 	for i := range 3*groupShareMsgs + 5 {
 		ap.submit(&proposal{s: busy, kind: propMsg, seq: uint64(i)})
 	}
@@ -237,6 +238,60 @@ func TestGroupsAreFair(t *testing.T) {
 	}
 	if g := ap.takeLocked(); len(g) != 4 {
 		t.Fatalf("a group took %d quarter-share messages, want 4", len(g))
+	}
+}
+
+// TestTakesAreFairPerAccount: an account gets one share per take however
+// many streams it floods, taken from its streams in turn; a stream that
+// got nothing goes first next time; another account's stream gets a
+// share of its own in every take.
+func TestTakesAreFairPerAccount(t *testing.T) {
+	ap := &applier{}
+	flooder, other := newUsageLedger(), newUsageLedger()
+	var floods []*stream
+	for i := range 4 {
+		s := &stream{ledger: flooder, id: uint64(i)}
+		floods = append(floods, s)
+		for range groupShareMsgs / 2 {
+			ap.submit(&proposal{s: s, kind: propMsg})
+		}
+	}
+	quiet := &stream{ledger: other, id: 99}
+	for range 10 {
+		ap.submit(&proposal{s: quiet, kind: propMsg})
+	}
+	takes := map[*stream][]int{}
+	for take := 0; ; take++ {
+		g := ap.takeLocked()
+		if len(g) == 0 {
+			break
+		}
+		n := map[*stream]int{}
+		for _, p := range g {
+			n[p.s]++
+		}
+		flooded := 0
+		for _, s := range floods {
+			flooded += n[s]
+			takes[s] = append(takes[s], n[s])
+		}
+		if flooded > groupShareMsgs {
+			t.Fatalf("take %d: %d of the flooding account's proposals, its share is %d", take, flooded, groupShareMsgs)
+		}
+		if take == 0 && n[quiet] != 10 {
+			t.Fatalf("first take: %d of the other account's 10 proposals", n[quiet])
+		}
+	}
+	// Two streams fill a share: the first two in the first take, the
+	// other two (which waited) in the second.
+	want := map[int][]int{0: {128, 0}, 1: {128, 0}, 2: {0, 128}, 3: {0, 128}}
+	for i, s := range floods {
+		if !slices.Equal(takes[s], want[i]) {
+			t.Errorf("stream %d took %v per take, want %v", i, takes[s], want[i])
+		}
+	}
+	if len(ap.mu.ready) != 0 || len(ap.mu.queued) != 0 {
+		t.Errorf("%d streams left ready, %d queued", len(ap.mu.ready), len(ap.mu.queued))
 	}
 }
 
