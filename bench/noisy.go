@@ -125,21 +125,9 @@ func runNoisySide(ctx context.Context, s tenantSide, root string, world *tenantW
 
 // measure takes the side's figures on srv.
 func (r *noisyResult) measure(ctx context.Context, srv *server, world *tenantWorld) error {
-	var conns []*nats.Conn
-	defer func() {
-		for _, nc := range conns {
-			nc.Close()
-		}
-	}()
-	dial := func(t tenant) (*nats.Conn, error) {
-		nc, err := nats.Connect(srv.url, nats.UserJWTAndSeed(t.userJWT, t.userSeed), nats.Name(t.name),
-			nats.NoReconnect(), nats.Timeout(tenantOpTimeout))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", t.name, err)
-		}
-		conns = append(conns, nc)
-		return nc, nil
-	}
+	conns := tenantConns{srv: srv}
+	defer conns.close()
+	dial := conns.dial
 	tA, tB := world.tenants[0], world.tenants[1]
 	ncA, err := dial(tA)
 	if err != nil {
@@ -226,6 +214,31 @@ func (r *noisyResult) measure(ctx context.Context, srv *server, world *tenantWor
 		return fmt.Errorf("server exited: %v", srv.waitErr)
 	}
 	return nil
+}
+
+// tenantConns dials tenants' connections to one server and closes them
+// all when the measurement ends.
+type tenantConns struct {
+	srv   *server
+	conns []*nats.Conn
+}
+
+// dial connects as t's user, without reconnecting: a measurement whose
+// server went away fails rather than waits.
+func (c *tenantConns) dial(t tenant) (*nats.Conn, error) {
+	nc, err := nats.Connect(c.srv.url, nats.UserJWTAndSeed(t.userJWT, t.userSeed), nats.Name(t.name),
+		nats.NoReconnect(), nats.Timeout(tenantOpTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.name, err)
+	}
+	c.conns = append(c.conns, nc)
+	return nc, nil
+}
+
+func (c *tenantConns) close() {
+	for _, nc := range c.conns {
+		nc.Close()
+	}
 }
 
 // fillBig creates A's stream BIG and publishes noisyBigMsgs messages into

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -96,23 +95,11 @@ func asyncPublish(js jetstream.JetStream, subject string, d time.Duration) inges
 	return r
 }
 
-// measureIngest takes the ingest part's figures on srv.
+// measure takes the ingest part's figures on srv.
 func (r *noisyIngest) measure(ctx context.Context, srv *server, world *tenantWorld) error {
-	var conns []*nats.Conn
-	defer func() {
-		for _, nc := range conns {
-			nc.Close()
-		}
-	}()
-	dial := func(t tenant) (*nats.Conn, error) {
-		nc, err := nats.Connect(srv.url, nats.UserJWTAndSeed(t.userJWT, t.userSeed), nats.Name(t.name),
-			nats.NoReconnect(), nats.Timeout(tenantOpTimeout))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", t.name, err)
-		}
-		conns = append(conns, nc)
-		return nc, nil
-	}
+	conns := tenantConns{srv: srv}
+	defer conns.close()
+	dial := conns.dial
 	tA, tB := world.tenants[0], world.tenants[1]
 	ncB, err := dial(tB)
 	if err != nil {

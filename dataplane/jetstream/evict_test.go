@@ -84,26 +84,7 @@ func evictionWalk(t *testing.T, cfg api.StreamConfig, seed uint64) {
 // with its messages.
 func checkStateExact(t *testing.T, s *stream, step int) {
 	t.Helper()
-	var want store.StreamState
-	subjects := map[string]subjectState{}
-	err := s.ap.st.ScanMsgs(s.id, 0, ^uint64(0), func(m *store.Message) error {
-		if want.Msgs == 0 {
-			want.FirstSeq, want.FirstTime = m.Seq, m.Time
-		}
-		want.Msgs++
-		want.Bytes += storedSize(m)
-		ss := subjects[m.Subject]
-		if ss.msgs == 0 {
-			ss.first = m.Seq
-		}
-		ss.msgs++
-		ss.last = m.Seq
-		subjects[m.Subject] = ss
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, subjects := summariesOf(t, s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	got := s.mu.state
@@ -116,12 +97,46 @@ func checkStateExact(t *testing.T, s *stream, step int) {
 		t.Errorf("step %d: state msgs %d bytes %d first %d@%d; the messages say msgs %d bytes %d first %d@%d",
 			step, got.Msgs, got.Bytes, got.FirstSeq, got.FirstTime, want.Msgs, want.Bytes, want.FirstSeq, want.FirstTime)
 	}
-	if len(s.mu.subjects) != len(subjects) {
-		t.Errorf("step %d: %d subjects summarised, the stream holds %d", step, len(s.mu.subjects), len(subjects))
+	compareSubjects(t, fmt.Sprintf("step %d: ", step), s.mu.subjects, subjects)
+}
+
+// summariesOf reads s's messages and returns the state summary and the
+// per-subject summaries they make (LastSeq and LastTime aside).
+func summariesOf(t *testing.T, s *stream) (store.StreamState, map[string]subjectState) {
+	t.Helper()
+	var st store.StreamState
+	subjects := map[string]subjectState{}
+	err := s.ap.st.ScanMsgs(s.id, 0, ^uint64(0), func(m *store.Message) error {
+		if st.Msgs == 0 {
+			st.FirstSeq, st.FirstTime = m.Seq, m.Time
+		}
+		st.Msgs++
+		st.Bytes += storedSize(m)
+		ss := subjects[m.Subject]
+		if ss.msgs == 0 {
+			ss.first = m.Seq
+		}
+		ss.msgs++
+		ss.last = m.Seq
+		subjects[m.Subject] = ss
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for subj, w := range subjects {
-		if g := s.mu.subjects[subj]; g == nil || *g != w {
-			t.Errorf("step %d: subject %s: summary %+v, the stream holds %+v", step, subj, g, w)
+	return st, subjects
+}
+
+// compareSubjects reports where a stream's per-subject summaries differ
+// from what its messages make. Called with the stream's mu held.
+func compareSubjects(t *testing.T, prefix string, got map[string]*subjectState, want map[string]subjectState) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s%d subjects summarised, the stream holds %d", prefix, len(got), len(want))
+	}
+	for subj, w := range want {
+		if g := got[subj]; g == nil || *g != w {
+			t.Errorf("%ssubject %s: summary %+v, the stream holds %+v", prefix, subj, g, w)
 		}
 	}
 }

@@ -170,30 +170,10 @@ func buildInSteps(t *testing.T, seed uint64) {
 	if steps < 10 {
 		t.Fatalf("built in %d steps: the test did not interleave", steps)
 	}
-	want := map[string]subjectState{}
-	err := s.ap.st.ScanMsgs(s.id, 0, ^uint64(0), func(m *store.Message) error {
-		ss := want[m.Subject]
-		if ss.msgs == 0 {
-			ss.first = m.Seq
-		}
-		ss.msgs++
-		ss.last = m.Seq
-		want[m.Subject] = ss
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, want := summariesOf(t, s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.mu.subjects) != len(want) {
-		t.Errorf("%d subjects summarised, the stream holds %d", len(s.mu.subjects), len(want))
-	}
-	for subj, w := range want {
-		if got := s.mu.subjects[subj]; got == nil || *got != w {
-			t.Errorf("subject %s: summary %+v, stream holds %+v", subj, got, w)
-		}
-	}
+	compareSubjects(t, "", s.mu.subjects, want)
 	t.Logf("built in %d steps", steps)
 }
 
