@@ -13,7 +13,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -303,6 +305,48 @@ func (n *devNode) supervise(ctx context.Context) {
 	}
 }
 
+// quitAll passes a SIGQUIT on to the nodes. A dev cluster that will not
+// stop is most often waiting for a node, and the node's stacks say why;
+// but the nodes run in their own process group, so the signal sent to
+// dev does not reach them. So dev writes its own goroutines' stacks,
+// sends SIGQUIT to every node (each writes its stacks and exits), waits
+// up to two seconds for them, and exits with the status the runtime's
+// own SIGQUIT gives (2). Returns a func that stops watching.
+func quitAll(nodes []*devNode) (stop func()) {
+	quit := make(chan os.Signal, 1)
+	signal.Notify(quit, syscall.SIGQUIT)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-quit:
+		}
+		devOutput.Lock()
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+		devOutput.Unlock()
+		deadline := time.After(2 * time.Second)
+		for _, n := range nodes {
+			n.mu.Lock()
+			cmd, exited := n.cmd, n.exited
+			n.mu.Unlock()
+			if cmd == nil {
+				continue
+			}
+			_ = cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-exited:
+			case <-deadline:
+			}
+		}
+		os.Exit(2)
+	}()
+	return func() {
+		signal.Stop(quit)
+		close(done)
+	}
+}
+
 // stop asks the node to shut down (SIGTERM: it hands its leaderships to
 // the others) and kills it if it takes longer than devStopTimeout.
 func (n *devNode) stop() {
@@ -370,6 +414,7 @@ func runDevCluster(ctx context.Context, f *devFlags, cp *controlplane.ControlPla
 		n.args = append(n.args, "--operator", cp.OperatorPath(), "--resolver", "URL("+cp.ResolverURL()+")",
 			"--system-account", cp.Keys.SystemPub)
 	}
+	defer quitAll(nodes)()
 	var wg sync.WaitGroup
 	var cpErr error
 	wg.Add(1)

@@ -182,9 +182,9 @@ func (p *proc) stop() {
 		return
 	}
 	if p.t.Failed() {
-		p.t.Logf("%s output (last 8 KiB):\n%s", p.name, tail(out, 8<<10))
+		p.t.Logf("%s output (last 64 KiB):\n%s", p.name, tail(out, 64<<10))
 		// CONTRAIL_TEST_LOGDIR keeps the whole output of a failed test's
-		// processes, for the failures 8 KiB does not explain.
+		// processes, for the failures 64 KiB does not explain.
 		if dir := os.Getenv("CONTRAIL_TEST_LOGDIR"); dir != "" {
 			name := strings.NewReplacer("/", "_", " ", "_").Replace(p.t.Name()) + "-" + p.name + "-" + strconv.Itoa(p.cmd.Process.Pid) + ".log"
 			if err := os.WriteFile(filepath.Join(dir, name), []byte(out), 0o644); err != nil {
