@@ -325,15 +325,17 @@ func quitAll(nodes []*devNode) (stop func()) {
 		devOutput.Lock()
 		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
 		devOutput.Unlock()
-		deadline := time.After(2 * time.Second)
+		var waits []chan struct{}
 		for _, n := range nodes {
 			n.mu.Lock()
 			cmd, exited := n.cmd, n.exited
 			n.mu.Unlock()
-			if cmd == nil {
-				continue
+			if cmd != nil && cmd.Process.Signal(syscall.SIGQUIT) == nil {
+				waits = append(waits, exited)
 			}
-			_ = cmd.Process.Signal(syscall.SIGQUIT)
+		}
+		deadline := time.After(2 * time.Second)
+		for _, exited := range waits {
 			select {
 			case <-exited:
 			case <-deadline:
