@@ -129,14 +129,18 @@ func coldTierScenario(t *testing.T, start func(dir string) *node, bucketDir stri
 		return jz.Tier != nil && jz.Tier.LocalBytes <= 4<<20 && jz.Tier.ColdBytes >= 30<<20
 	})
 	cold, objects := segFiles(t, bucketDir)
-	data, _ := dirBytes(t, n1.DataDir)
-	t.Logf("bucket %d MiB in %d objects, data dir %.1f MiB, jsz %+v", cold>>20, objects, float64(data)/(1<<20), *jz.Tier)
 	if cold < 30<<20 {
 		t.Fatalf("bucket holds %d bytes, want ≥ 30 MiB", cold)
 	}
-	if data > 20<<20 {
-		t.Fatalf("data dir holds %d bytes, want ≤ 20 MiB", data)
-	}
+	// The disk follows the budget once the store has dropped what moved:
+	// its log rotates and its compactions reclaim the removed messages
+	// in the background, so the bound is awaited, not checked at once.
+	var data int64
+	waitFor(t, within, "the data dir to hold at most 20 MiB", func() bool {
+		data, _ = dirBytes(t, n1.DataDir)
+		return data <= 20<<20
+	})
+	t.Logf("bucket %d MiB in %d objects, data dir %.1f MiB, jsz %+v", cold>>20, objects, float64(data)/(1<<20), *jz.Tier)
 	readAll := func(js jetstream.JetStream) {
 		t.Helper()
 		s, err := js.Stream(ctx, "T")

@@ -166,6 +166,10 @@ type applier struct {
 	// goroutine only (under mu).
 	served []*streamQueue
 	shares map[any]takeShare
+	// passed counts the streams the last take left out because their
+	// account's share went to its other streams. Run goroutine only
+	// (under mu).
+	passed int
 	// committed pairs each of those streams with its last sequence, to
 	// publish as durable once the group commits.
 	committed []streamSeq // run goroutine only
@@ -328,6 +332,7 @@ func (ap *applier) takeLocked() []*proposal {
 	ready := ap.mu.ready
 	ap.mu.ready = ready[:0] // compacted in place: it never passes the entry read
 	served := ap.served[:0]
+	ap.passed = 0
 	if ap.shares == nil {
 		ap.shares = map[any]takeShare{}
 	}
@@ -345,6 +350,7 @@ func (ap *applier) takeLocked() []*proposal {
 			// Its account's share went to the account's streams ahead of
 			// it: it goes first next time.
 			ap.mu.ready = append(ap.mu.ready, q)
+			ap.passed++
 			continue
 		}
 		group = append(group, q.props[:n]...)
@@ -426,7 +432,7 @@ func (ap *applier) run() {
 	for {
 		ap.mu.Lock()
 		group := ap.takeLocked()
-		more := len(ap.mu.ready) > 0 // left for the next take
+		passed := ap.passed > 0 // streams left out for their account's share
 		closing := ap.mu.closing
 		ap.mu.Unlock()
 		if len(group) > 0 {
@@ -449,20 +455,21 @@ func (ap *applier) run() {
 			<-ap.work
 			continue
 		}
-		if !closing && ap.group == nil && more && len(job.group) < groupFillMsgs && size < groupFillBytes {
-			// The last take left work waiting (an account's streams past
-			// its share): it joins this group, up to a few shares, so one
+		if !closing && ap.group == nil && passed && len(job.group) < groupFillMsgs && size < groupFillBytes {
+			// The last take left streams out (an account's past its
+			// share): they join this group, up to a few shares, so one
 			// account spread over many streams still shares fsyncs as
-			// one stream's backlog does.
+			// it did with a share per stream. (One stream's own backlog
+			// does not count: its share per group is as before.)
 			continue
 		}
 		if !closing && ap.group == nil && len(job.group) < groupMaxMsgs && size < groupMaxBytes && ap.busy.Load() > 0 {
 			// The commit step is still syncing the previous group: what
 			// arrives meanwhile joins this one, which it would wait
 			// behind anyway, instead of the one after, which would wait
-			// for this one's fsync too. So does what the last take left
-			// waiting.
-			if more {
+			// for this one's fsync too. So do the streams the last take
+			// left out.
+			if passed {
 				continue
 			}
 			select {
@@ -484,7 +491,7 @@ const (
 	groupMaxBytes = 8 << 20
 )
 
-// How far a group is filled from work the takes left waiting before it
+// How far a group is filled from streams the takes left out before it
 // goes to a free commit step: four shares. Larger, and every account's
 // acknowledgements wait for more of a flooding account's messages to be
 // applied (measured: a tenant's async publishes to one stream while
