@@ -159,10 +159,8 @@ func (r *noisyIngest) measure(ctx context.Context, srv *server, world *tenantWor
 		ictx, cancel := context.WithTimeout(ctx, time.Minute)
 		s, err := jsA.Stream(ictx, "FLOOD"+strconv.Itoa(i))
 		if err == nil {
-			var info *jetstream.StreamInfo
-			if info, err = s.Info(ictx); err == nil {
-				stored += info.State.LastSeq
-			}
+			// Stream fetched the info already.
+			stored += s.CachedInfo().State.LastSeq
 		}
 		cancel()
 		if err != nil {

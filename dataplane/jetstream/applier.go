@@ -455,23 +455,21 @@ func (ap *applier) run() {
 			<-ap.work
 			continue
 		}
-		if !closing && ap.group == nil && passed && len(job.group) < groupFillMsgs && size < groupFillBytes {
+		busy := !closing && ap.group == nil && len(job.group) < groupMaxMsgs && size < groupMaxBytes && ap.busy.Load() > 0
+		if !closing && ap.group == nil && passed && (busy || len(job.group) < groupFillMsgs && size < groupFillBytes) {
 			// The last take left streams out (an account's past its
-			// share): they join this group, up to a few shares, so one
-			// account spread over many streams still shares fsyncs as
-			// it did with a share per stream. (One stream's own backlog
-			// does not count: its share per group is as before.)
+			// share): they join this group, up to four shares while the
+			// commit step is free and up to the group's bound while it is
+			// busy, so one account spread over many streams still shares
+			// fsyncs as it did with a share per stream. (One stream's own
+			// backlog does not count: its share per group is as before.)
 			continue
 		}
-		if !closing && ap.group == nil && len(job.group) < groupMaxMsgs && size < groupMaxBytes && ap.busy.Load() > 0 {
+		if busy {
 			// The commit step is still syncing the previous group: what
 			// arrives meanwhile joins this one, which it would wait
 			// behind anyway, instead of the one after, which would wait
-			// for this one's fsync too. So do the streams the last take
-			// left out.
-			if passed {
-				continue
-			}
+			// for this one's fsync too.
 			select {
 			case <-ap.work:
 				continue
