@@ -55,6 +55,12 @@ type clusterSide struct {
 	all        *server
 }
 
+// clusterSpec is how one side's cluster is started.
+type clusterSpec struct {
+	name, desc, bin string
+	kind            clusterKind
+}
+
 // clusterKind builds a node's command line: contrail's flags, or a
 // nats-server config file written into dir.
 type clusterKind func(i int, ports [][3]int, dir, dataDir string) ([]string, error)
@@ -73,8 +79,9 @@ func contrailClusterArgs(i int, ports [][3]int, _, dataDir string) ([]string, er
 
 // natsServerClusterArgs writes node i's nats-server config: JetStream
 // with the given sync_interval ("" keeps nats-server's default), a
-// cluster block with routes to the others.
-func natsServerClusterArgs(syncInterval string) clusterKind {
+// cluster block with routes to the others, and extra (more settings, or
+// "").
+func natsServerClusterArgs(syncInterval, extra string) clusterKind {
 	return func(i int, ports [][3]int, dir, dataDir string) ([]string, error) {
 		var routes []string
 		for j, p := range ports {
@@ -88,8 +95,8 @@ func natsServerClusterArgs(syncInterval string) clusterKind {
 		}
 		conf := fmt.Sprintf("server_name: n%d\nlisten: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\n"+
 			"jetstream {\n  store_dir: %q\n%s}\n"+
-			"cluster {\n  name: bench\n  listen: 127.0.0.1:%d\n  routes: [%s]\n}\n",
-			i+1, ports[i][0], ports[i][1], dataDir, sync, ports[i][2], strings.Join(routes, ", "))
+			"cluster {\n  name: bench\n  listen: 127.0.0.1:%d\n  routes: [%s]\n}\n%s",
+			i+1, ports[i][0], ports[i][1], dataDir, sync, ports[i][2], strings.Join(routes, ", "), extra)
 		path := filepath.Join(dir, "server.conf")
 		if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 			return nil, err
@@ -241,15 +248,12 @@ func clusterBenchmark(ctx context.Context, cfg config) error {
 	var cKind clusterKind = contrailClusterArgs
 	cDesc := "Contrail, 3 nodes, ack after a quorum fsynced"
 	if cfg.selftest {
-		cKind, cDesc = natsServerClusterArgs(""), "SELFTEST: a nats-server cluster (default fsync)"
+		cKind, cDesc = natsServerClusterArgs("", ""), "SELFTEST: a nats-server cluster (default fsync)"
 	}
-	sides := []struct {
-		name, desc, bin string
-		kind            clusterKind
-	}{
+	sides := []clusterSpec{
 		{sideContrail, cDesc, contrailBin, cKind},
-		{sideNatsServer, "nats-server " + natsServer.version + ", 3 nodes, default fsync (sync_interval 2m: acks before fsync)", serverBin, natsServerClusterArgs("")},
-		{sideNatsServerFsy, "nats-server " + natsServer.version + ", 3 nodes, sync_interval: always (fsync before ack, as Contrail)", serverBin, natsServerClusterArgs("always")},
+		{sideNatsServer, "nats-server " + natsServer.version + ", 3 nodes, default fsync (sync_interval 2m: acks before fsync)", serverBin, natsServerClusterArgs("", "")},
+		{sideNatsServerFsy, "nats-server " + natsServer.version + ", 3 nodes, sync_interval: always (fsync before ack, as Contrail)", serverBin, natsServerClusterArgs("always", "")},
 	}
 	clusters := map[string]*clusterSide{}
 	var order []string

@@ -64,7 +64,7 @@ func parseFlags() config {
 	flag.BoolVar(&c.keep, "keep", false, "keep the temp dir (server logs, data, CSV files) and print its path")
 	flag.BoolVar(&c.verbose, "v", false, "print every nats command line")
 	flag.IntVar(&c.tenants, "tenants", 0, "run the tenant-density scenario with this many accounts instead of the workloads (see README)")
-	flag.BoolVar(&c.noisy, "noisy", false, "run the noisy-neighbour scenario instead of the workloads (see README)")
+	flag.BoolVar(&c.noisy, "noisy", false, "run the noisy-neighbour scenario instead of the workloads (see README); with -cluster, its ingest part on three-node clusters with R3 streams")
 	flag.IntVar(&c.streams, "streams", 0, "run the stream-count scenario with this many streams instead of the workloads (see README)")
 	flag.IntVar(&c.streamsRef, "streams-ref", -1, "streams for nats-server in the stream-count scenario (-1: as -streams, 0: skip nats-server)")
 	flag.BoolVar(&c.cluster, "cluster", false, "run the cluster scenario instead of the workloads: 3 Contrail nodes against 3-node nats-server clusters (see README)")
@@ -119,6 +119,9 @@ func run() int {
 	}
 	if cfg.cluster {
 		bench = clusterBenchmark
+		if cfg.noisy {
+			bench = noisyClusterBenchmark
+		}
 	}
 	if cfg.tier {
 		bench = tierBenchmark

@@ -111,7 +111,7 @@ func noisyBenchmark(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	printIngestTable(os.Stdout, ingest)
+	printIngestTable(os.Stdout, ingest, 1)
 	return errors.Join(sidesError(results), sidesError(ingest))
 }
 

@@ -28,6 +28,9 @@ const (
 	ingestAlone        = 3 * time.Second
 	ingestWarmup       = time.Second
 	ingestFlooded      = 5 * time.Second
+	// An acknowledgement later than this counts as failed, so a server
+	// that stops answering ends the part instead of holding it up.
+	ingestAckTimeout = 10 * time.Second
 )
 
 // ingestResult is B's publishing in one phase.
@@ -95,8 +98,10 @@ func asyncPublish(js jetstream.JetStream, subject string, d time.Duration) inges
 	return r
 }
 
-// measure takes the ingest part's figures on srv.
-func (r *noisyIngest) measure(ctx context.Context, srv *server, world *tenantWorld) error {
+// measure takes the ingest part's figures on srv (one server, or a
+// cluster's URL list), every stream with the given replicas; down says
+// whether a server process exited meanwhile.
+func (r *noisyIngest) measure(ctx context.Context, srv *server, world *tenantWorld, replicas int, down func() error) error {
 	conns := tenantConns{srv: srv}
 	defer conns.close()
 	dial := conns.dial
@@ -105,10 +110,10 @@ func (r *noisyIngest) measure(ctx context.Context, srv *server, world *tenantWor
 	if err != nil {
 		return err
 	}
-	jsB, _ := jetstream.New(ncB, jetstream.WithPublishAsyncMaxPending(ingestWindow))
+	jsB, _ := jetstream.New(ncB, jetstream.WithPublishAsyncMaxPending(ingestWindow), jetstream.WithPublishAsyncTimeout(ingestAckTimeout))
 	cctx, cancel := context.WithTimeout(ctx, tenantOpTimeout)
 	defer cancel()
-	if _, err := jsB.CreateStream(cctx, jetstream.StreamConfig{Name: "OWN", Subjects: []string{"own"}, Storage: jetstream.FileStorage}); err != nil {
+	if _, err := jsB.CreateStream(cctx, jetstream.StreamConfig{Name: "OWN", Subjects: []string{"own"}, Storage: jetstream.FileStorage, Replicas: replicas}); err != nil {
 		return fmt.Errorf("stream OWN of tenant B: %w", err)
 	}
 	r.alone = asyncPublish(jsB, "own", ingestAlone)
@@ -122,7 +127,7 @@ func (r *noisyIngest) measure(ctx context.Context, srv *server, world *tenantWor
 	for i := range ingestFloodStreams {
 		name := "FLOOD" + strconv.Itoa(i)
 		_, err := jsA.CreateStream(cctx, jetstream.StreamConfig{Name: name, Subjects: []string{"flood." + strconv.Itoa(i)},
-			Storage: jetstream.FileStorage, MaxMsgs: ingestFloodMaxMsgs, Discard: jetstream.DiscardOld})
+			Storage: jetstream.FileStorage, MaxMsgs: ingestFloodMaxMsgs, Discard: jetstream.DiscardOld, Replicas: replicas})
 		if err != nil {
 			return fmt.Errorf("stream %s of tenant A: %w", name, err)
 		}
@@ -154,37 +159,47 @@ func (r *noisyIngest) measure(ctx context.Context, srv *server, world *tenantWor
 	// What A got stored: every message it sent that the server took is
 	// applied by the time its own streams answer (asked after the flood,
 	// when the API is not queued behind it).
+	// A cluster may still be electing after the flood (10008), so an
+	// error is retried for a while.
 	var stored uint64
-	for i := range ingestFloodStreams {
-		ictx, cancel := context.WithTimeout(ctx, time.Minute)
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; i < ingestFloodStreams; {
+		ictx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		s, err := jsA.Stream(ictx, "FLOOD"+strconv.Itoa(i))
-		if err == nil {
+		cancel()
+		switch {
+		case err == nil:
 			// Stream fetched the info already.
 			stored += s.CachedInfo().State.LastSeq
-		}
-		cancel()
-		if err != nil {
+			i++
+		case time.Now().After(deadline) || ctx.Err() != nil:
 			return fmt.Errorf("stream FLOOD%d of tenant A: %w", i, err)
+		default:
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 	r.aStored = float64(stored) / floodTook.Seconds()
 	fmt.Printf("  A stored %s msgs/s over %s of flood\n", commas(int64(r.aStored)), floodTook.Round(time.Millisecond))
-	if !srv.alive() {
-		return fmt.Errorf("server exited: %v", srv.waitErr)
-	}
-	return nil
+	return down()
 }
 
 // runIngestSide starts one server and runs the ingest part on it.
 func runIngestSide(ctx context.Context, s tenantSide, root string, world *tenantWorld) *noisyIngest {
 	r := &noisyIngest{sideOutcome: sideOutcome{side: s.name}}
-	r.failed = onServer(ctx, s.name, s.bin, s.args, root, func(srv *server) error { return r.measure(ctx, srv, world) })
+	r.failed = onServer(ctx, s.name, s.bin, s.args, root, func(srv *server) error {
+		return r.measure(ctx, srv, world, 1, func() error {
+			if !srv.alive() {
+				return fmt.Errorf("server exited: %v", srv.waitErr)
+			}
+			return nil
+		})
+	})
 	return r
 }
 
 // printIngestTable writes one row per server: B's publishing alone and
 // during A's flood, and what A stored.
-func printIngestTable(out io.Writer, results []*noisyIngest) {
+func printIngestTable(out io.Writer, results []*noisyIngest, replicas int) {
 	rows := [][]string{{"server", "B alone msgs/s", "p50", "B flooded msgs/s", "p50", "p99", "flooded/alone", "B refused", "A stored msgs/s"}}
 	for _, r := range results {
 		if r.failed != nil {
@@ -201,7 +216,7 @@ func printIngestTable(out io.Writer, results []*noisyIngest) {
 			commas(int64(f.rate())), fmtLatency(f.lat.pct(0.5)), fmtLatency(f.lat.pct(0.99)),
 			strconv.FormatFloat(share, 'f', 3, 64), strconv.Itoa(a.refused + f.refused), commas(int64(r.aStored))})
 	}
-	fmt.Fprintf(out, "\nB's async publishes (%d in flight, %d B) to its own stream, alone and while A floods %d streams capped at %d messages (%d B core publishes, one connection each)\n\n",
-		ingestWindow, ingestMsgSize, ingestFloodStreams, ingestFloodMaxMsgs, ingestFloodMsgSize)
+	fmt.Fprintf(out, "\nB's async publishes (%d in flight, %d B) to its own stream, alone and while A floods %d streams capped at %d messages (%d B core publishes, one connection each); every stream R%d\n\n",
+		ingestWindow, ingestMsgSize, ingestFloodStreams, ingestFloodMaxMsgs, ingestFloodMsgSize, replicas)
 	writeTable(out, rows, 1)
 }

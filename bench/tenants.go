@@ -155,8 +155,7 @@ func startTenantWorld(n int, lim jwt.JetStreamLimits, root string) (*tenantWorld
 // its accounts from the world's resolver, with the extra flags given.
 func (w *tenantWorld) contrailSide(bin string, extra ...string) tenantSide {
 	return tenantSide{name: sideContrail, bin: bin, args: func(port, monitorPort int, dataDir string) []string {
-		return append(append(contrailArgs(port, monitorPort, dataDir),
-			"--operator", w.opFile, "--resolver", w.base, "--system-account", w.sysPub), extra...)
+		return append(append(contrailArgs(port, monitorPort, dataDir), w.contrailTrust()...), extra...)
 	}}
 }
 
@@ -208,8 +207,18 @@ func (w *tenantWorld) close() {
 // natsServerTenantConf is nats-server's configuration for the world:
 // trusted operator, system account, URL resolver, JetStream.
 func (w *tenantWorld) natsServerTenantConf(storeDir string) string {
-	return fmt.Sprintf("operator: %q\nsystem_account: %q\nresolver: URL(%s)\njetstream {\n  store_dir: %q\n}\n",
-		w.opJWT, w.sysPub, w.base, storeDir)
+	return w.natsServerTrust() + fmt.Sprintf("jetstream {\n  store_dir: %q\n}\n", storeDir)
+}
+
+// natsServerTrust is the part of nats-server's configuration that trusts
+// the world: operator, system account, URL resolver.
+func (w *tenantWorld) natsServerTrust() string {
+	return fmt.Sprintf("operator: %q\nsystem_account: %q\nresolver: URL(%s)\n", w.opJWT, w.sysPub, w.base)
+}
+
+// contrailTrust is Contrail's flags that trust the world.
+func (w *tenantWorld) contrailTrust() []string {
+	return []string{"--operator", w.opFile, "--resolver", w.base, "--system-account", w.sysPub}
 }
 
 // tenantResult is what one server did in the scenario.

@@ -151,7 +151,7 @@ func raftConfig(id string) *raft.Config {
 func startRaftNode(t testing.TB, s *Store, group uint16, id string, trans raft.Transport, bootstrap bool) *raftNode {
 	t.Helper()
 	l := mustRaftLog(t, s, group)
-	logs, err := l.Cached(64)
+	logs, err := l.Cached(64, 16<<10)
 	must(t, err)
 	snaps := s.SnapshotStore(group)
 	conf := raftConfig(id)
