@@ -17,16 +17,6 @@ import (
 	"github.com/contrail/contrail/dataplane/store"
 )
 
-// Each raft group's cache of recently stored entries, which its leader's
-// replication reads back for every follower: at most 512 entries and
-// 8 MiB of their data, so a node's groups pin a bounded amount of memory
-// however large a take's entries are (a partition entry carries a whole
-// take of messages).
-const (
-	raftLogCacheEntries = 512
-	raftLogCacheBytes   = 8 << 20
-)
-
 // clustered reports whether the options make this node a member of a
 // JetStream cluster: a cluster block with peers besides this node.
 func clustered(opts *config.Options) bool {
@@ -93,7 +83,7 @@ func startRaft(opts *config.Options, cport *mux.Mux, st *store.Store, engine *je
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}
-			logs, err := rl.Cached(raftLogCacheEntries, raftLogCacheBytes)
+			logs, err := rl.Cached(store.LogCacheEntries, store.LogCacheBytes)
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}

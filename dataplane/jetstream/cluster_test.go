@@ -238,7 +238,7 @@ func startTestClusterOn(t *testing.T, fss []vfs.FS, parts int, acc *fakeAccount,
 			if err != nil {
 				t.Fatal(err)
 			}
-			logs, err := rl.Cached(512)
+			logs, err := rl.Cached(store.LogCacheEntries, store.LogCacheBytes)
 			if err != nil {
 				t.Fatal(err)
 			}

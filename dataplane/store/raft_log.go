@@ -407,6 +407,14 @@ var (
 	_ raft.MonotonicLogStore      = (*CachedRaftLog)(nil)
 )
 
+// What a node's raft groups cache each (see CachedRaftLog): 512 entries
+// and 8 MiB of their data, so the cache pins a bounded amount of memory
+// however large one take's entry is.
+const (
+	LogCacheEntries = 512
+	LogCacheBytes   = 8 << 20
+)
+
 // Cached returns the log behind a cache of at most entries entries and
 // maxBytes bytes of their data.
 func (l *RaftLog) Cached(entries int, maxBytes int64) (*CachedRaftLog, error) {
