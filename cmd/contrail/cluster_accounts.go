@@ -95,6 +95,12 @@ func (sp *accountSpread) onLoad(subject, reply, _, _ []byte) {
 		return
 	}
 	name, to := parts[2], string(reply)
+	if strings.HasPrefix(to, subjAccountLoadReply+sp.srv.Name()+".") {
+		// This node's own request, delivered to its own subscription:
+		// answering it would count as a peer's answer, and spread
+		// would stop waiting one peer early.
+		return
+	}
 	go func() {
 		if !sp.hooks.isRegistered(name) {
 			sp.mu.Lock()

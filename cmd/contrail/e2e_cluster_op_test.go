@@ -421,3 +421,29 @@ func TestClusterTieredLimitsReference(t *testing.T) {
 		t.Fatalf("create outcomes %v, nats-server's %v", got, want)
 	}
 }
+
+// TestClusterFirstConnectWaitsForEveryNode: the first connection of an
+// account returns only once every node has loaded it, so the client's
+// first request reaches the meta leader even when the leader is the
+// slowest to load it (its resolver answers a second late). A node once
+// counted its own load request's answer as a peer's and so waited for
+// one peer fewer: the create below went unanswered.
+func TestClusterFirstConnectWaitsForEveryNode(t *testing.T) {
+	w := newOpWorld(t)
+	nodes := startCluster(t, 3, clusterOpts{args: func(i int, dir string) []string { return w.nodeArgsAt(dir, i) }})
+	waitMesh(t, nodes)
+	sysCreds, _ := w.sys.user("sys", nil)
+	lead := metaLeaderJSZ(t, connectCreds(t, nodes[0].URL, sysCreds), 3).Server.Name
+	li := slices.IndexFunc(nodes, func(n *clusterNode) bool { return n.ID == lead })
+	if li < 0 {
+		t.Fatalf("meta leader %q is none of the nodes", lead)
+	}
+	w.slow[li].Store(int64(time.Second))
+	a := w.account("A", func(ac *jwt.AccountClaims) { ac.Limits.JetStreamLimits = jsLimits() })
+	creds, _ := a.user("a", nil)
+	nc := connectCreds(t, nodes[(li+1)%3].URL, creds)
+	js, _ := jetstream.New(nc)
+	if err := createOnce(js, jetstream.StreamConfig{Name: "FIRST", Subjects: []string{"first"}, Replicas: 3}); err != nil {
+		t.Fatalf("the account's first request, through a node other than the meta leader: %v", err)
+	}
+}

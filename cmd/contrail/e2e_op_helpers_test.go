@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,6 +27,9 @@ type opWorld struct {
 	sys      *opAccount
 	resolver *httptest.Server
 	down     atomic.Bool // the resolver answers 503 while set
+	// slow delays the answers to the node of each index (see
+	// nodeArgsAt), in nanoseconds.
+	slow [3]atomic.Int64
 
 	mu   sync.Mutex
 	jwts map[string]string // account key → JWT; guarded by mu
@@ -57,7 +61,12 @@ func newOpWorld(t testing.TB) *opWorld {
 			http.Error(rw, "down", http.StatusServiceUnavailable)
 			return
 		}
-		key := strings.TrimPrefix(r.URL.Path, "/jwt/v1/accounts/")
+		path := r.URL.Path
+		if rest, ok := strings.CutPrefix(path, "/node"); ok && len(rest) > 0 && rest[0] >= '0' && int(rest[0]-'0') < len(w.slow) {
+			time.Sleep(time.Duration(w.slow[rest[0]-'0'].Load()))
+			path = rest[1:]
+		}
+		key := strings.TrimPrefix(path, "/jwt/v1/accounts/")
 		w.mu.Lock()
 		token, ok := w.jwts[key]
 		w.mu.Unlock()
@@ -138,12 +147,22 @@ func (a *opAccount) user(name string, edit func(*jwt.UserClaims)) (credsPath str
 
 // nodeArgs are the flags that make a node trust the world's operator.
 func (w *opWorld) nodeArgs(dir string) []string {
+	return w.nodeArgsVia(dir, w.resolver.URL+"/jwt/v1/accounts/")
+}
+
+// nodeArgsAt is nodeArgs for node i of a cluster, which fetches from a
+// resolver path of its own, so a test can make one node's fetches slow
+// (w.slow[i]).
+func (w *opWorld) nodeArgsAt(dir string, i int) []string {
+	return w.nodeArgsVia(dir, fmt.Sprintf("%s/node%d/jwt/v1/accounts/", w.resolver.URL, i))
+}
+
+func (w *opWorld) nodeArgsVia(dir, resolverURL string) []string {
 	opFile := filepath.Join(dir, "operator.jwt")
 	if err := os.WriteFile(opFile, []byte(w.opJWT), 0o600); err != nil {
 		w.t.Fatal(err)
 	}
-	return []string{"--operator", opFile, "--resolver", w.resolver.URL + "/jwt/v1/accounts/",
-		"--system-account", w.sys.pub}
+	return []string{"--operator", opFile, "--resolver", resolverURL, "--system-account", w.sys.pub}
 }
 
 // startOpNode starts a node in operator mode for w.
