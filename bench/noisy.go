@@ -63,20 +63,12 @@ type noisyResult struct {
 // noisyBenchmark runs the scenario on Contrail, then on nats-server, and
 // prints the table.
 func noisyBenchmark(ctx context.Context, cfg config) error {
-	root, cleanup, err := benchDir("contrail-bench-noisy-", cfg.keep)
+	env, err := startNoisyEnv(ctx, cfg, "contrail-bench-noisy-")
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	contrailBin, serverBin, err := serverBinaries(ctx, cfg, root)
-	if err != nil {
-		return err
-	}
-	world, err := startTenantWorld(2, noisyJSLimits, root)
-	if err != nil {
-		return err
-	}
-	defer world.close()
+	defer env.close()
+	root, contrailBin, serverBin, world := env.root, env.contrailBin, env.serverBin, env.world
 	sides := []tenantSide{world.contrailSide(contrailBin)}
 	if cfg.selftest {
 		if sides[0], err = world.natsServerSide(root, sideContrail, serverBin); err != nil {
@@ -113,6 +105,39 @@ func noisyBenchmark(ctx context.Context, cfg config) error {
 	}
 	printIngestTable(os.Stdout, ingest, 1)
 	return errors.Join(sidesError(results), sidesError(ingest))
+}
+
+// noisyEnv is what both forms of the noisy-neighbour scenario run in: a
+// temp dir, the two server binaries, and tenants A and B.
+type noisyEnv struct {
+	root, contrailBin, serverBin string
+	world                        *tenantWorld
+	cleanup                      func()
+}
+
+// startNoisyEnv makes the temp dir (named by prefix), finds or builds the
+// binaries, and starts the tenants' resolver.
+func startNoisyEnv(ctx context.Context, cfg config, prefix string) (*noisyEnv, error) {
+	root, cleanup, err := benchDir(prefix, cfg.keep)
+	if err != nil {
+		return nil, err
+	}
+	env := &noisyEnv{root: root, cleanup: cleanup}
+	if env.contrailBin, env.serverBin, err = serverBinaries(ctx, cfg, root); err != nil {
+		cleanup()
+		return nil, err
+	}
+	if env.world, err = startTenantWorld(2, noisyJSLimits, root); err != nil {
+		cleanup()
+		return nil, err
+	}
+	return env, nil
+}
+
+// close stops the resolver and removes the temp dir (unless kept).
+func (e *noisyEnv) close() {
+	e.world.close()
+	e.cleanup()
 }
 
 // runNoisySide starts one server, fills A's stream, measures B alone and

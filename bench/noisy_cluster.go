@@ -13,20 +13,12 @@ import (
 // cluster runs at a time, so no side shares the cores with another's
 // idle nodes.
 func noisyClusterBenchmark(ctx context.Context, cfg config) error {
-	root, cleanup, err := benchDir("contrail-bench-noisy-cluster-", cfg.keep)
+	env, err := startNoisyEnv(ctx, cfg, "contrail-bench-noisy-cluster-")
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	contrailBin, serverBin, err := serverBinaries(ctx, cfg, root)
-	if err != nil {
-		return err
-	}
-	world, err := startTenantWorld(2, noisyJSLimits, root)
-	if err != nil {
-		return err
-	}
-	defer world.close()
+	defer env.close()
+	root, contrailBin, serverBin, world := env.root, env.contrailBin, env.serverBin, env.world
 	trust := world.contrailTrust()
 	contrail := func(i int, ports [][3]int, dir, dataDir string) ([]string, error) {
 		args, err := contrailClusterArgs(i, ports, dir, dataDir)
