@@ -82,10 +82,17 @@ func startAccountSpread(srv *server.Server, hooks *accountHooks, log *slog.Logge
 	if _, err := sp.sys.SubscribeInternal(subjAccountLoadAny, sp.onLoad); err != nil {
 		return nil, err
 	}
-	if _, err := sp.sys.SubscribeInternal(subjAccountLoadReply+srv.Name()+".*", sp.onReply); err != nil {
+	if _, err := sp.sys.SubscribeInternal(sp.replyPrefix()+"*", sp.onReply); err != nil {
 		return nil, err
 	}
 	return sp, nil
+}
+
+// replyPrefix starts the reply subject of this node's load requests
+// (a request id follows): what it subscribes to for answers, and how it
+// knows its own request when that reaches its own load service.
+func (sp *accountSpread) replyPrefix() string {
+	return subjAccountLoadReply + sp.srv.Name() + "."
 }
 
 // onLoad serves a peer's request to load an account.
@@ -95,7 +102,7 @@ func (sp *accountSpread) onLoad(subject, reply, _, _ []byte) {
 		return
 	}
 	name, to := parts[2], string(reply)
-	if strings.HasPrefix(to, subjAccountLoadReply+sp.srv.Name()+".") {
+	if strings.HasPrefix(to, sp.replyPrefix()) {
 		// This node's own request, delivered to its own subscription:
 		// answering it would count as a peer's answer, and spread
 		// would stop waiting one peer early.
@@ -158,7 +165,7 @@ func (sp *accountSpread) spread(name string) {
 		delete(sp.mu.waits, id)
 		sp.mu.Unlock()
 	}()
-	sp.sys.Publish(strings.Replace(subjAccountLoad, "%s", name, 1), subjAccountLoadReply+sp.srv.Name()+"."+id, nil, nil)
+	sp.sys.Publish(strings.Replace(subjAccountLoad, "%s", name, 1), sp.replyPrefix()+id, nil, nil)
 	timer := time.NewTimer(spreadTimeout)
 	defer timer.Stop()
 	for got := 0; got < peers; got++ {
