@@ -142,7 +142,7 @@ func (s *stream) admitBatchMsg(a *jsAccount, subject, hdr, msg []byte) (*api.Str
 // answers as nats-server does: an error on the message's reply subject
 // (when it has one and the stream acknowledges), an empty message for a
 // staged one, the PubAck with batch and count once the commit is durable.
-func (s *stream) captureAtomic(a *jsAccount, id string, subject, reply, hdr, msg []byte) <-chan struct{} {
+func (s *stream) captureAtomic(a *jsAccount, id string, subject, reply, hdr, msg []byte, routed bool) <-chan struct{} {
 	lim := s.e.opts.Batch.withDefaults()
 	cfg, err := s.admitBatchMsg(a, subject, hdr, msg)
 	canRespond := !cfg.NoAck && len(reply) > 0
@@ -264,16 +264,16 @@ func (s *stream) captureAtomic(a *jsAccount, id string, subject, reply, hdr, msg
 	}
 	s.dropBatchLocked(b)
 	bs.mu.Unlock()
-	return s.submitBatch(a, b, reply)
+	return s.submitBatch(a, b, reply, routed)
 }
 
 // submitBatch hands a committed batch to the apply path as one proposal,
 // through the same backlog bound as a single publish.
-func (s *stream) submitBatch(a *jsAccount, b *atomicBatch, reply []byte) <-chan struct{} {
+func (s *stream) submitBatch(a *jsAccount, b *atomicBatch, reply []byte, routed bool) <-chan struct{} {
 	p := &proposal{s: s, kind: propBatch, acct: a, reply: string(reply),
 		batch: &atomicCommit{id: b.id, msgs: b.msgs, bytes: b.bytes}}
 	p.held = int64(p.size())
-	wait, ok := s.e.flow.admit(s, p.held)
+	wait, ok := s.e.flow.admit(s, p.held, routed)
 	if !ok {
 		s.refuseBusy(a, nil, reply)
 		return nil

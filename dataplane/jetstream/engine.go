@@ -34,7 +34,7 @@ type Account interface {
 	// SubscribeInternalPaced is SubscribeInternal for a handler that may
 	// ask a publishing client to pause: it returns nil, or a channel
 	// closed once the work it queued has drained enough.
-	SubscribeInternalPaced(filter string, h func(subject, reply, hdr, msg []byte) <-chan struct{}) (unsubscribe func(), err error)
+	SubscribeInternalPaced(filter string, h func(subject, reply, hdr, msg []byte, routed bool) <-chan struct{}) (unsubscribe func(), err error)
 	// Publish sends a message into the account.
 	Publish(subject, reply string, hdr, msg []byte)
 	// Deliver routes a message by to, presenting it as published on subject.

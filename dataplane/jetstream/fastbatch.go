@@ -108,7 +108,7 @@ type fastBatch struct {
 
 // captureFast checks a fast batch message as nats-server does before it
 // looks at the batch, and hands it to the apply path.
-func (s *stream) captureFast(a *jsAccount, subject, reply, hdr, msg []byte) <-chan struct{} {
+func (s *stream) captureFast(a *jsAccount, subject, reply, hdr, msg []byte, routed bool) <-chan struct{} {
 	cfg, err := s.admitBatchMsg(a, subject, hdr, msg)
 	fm, ok := parseFastReply(string(reply))
 	max := int(cfg.MaxMsgSize)
@@ -130,7 +130,7 @@ func (s *stream) captureFast(a *jsAccount, subject, reply, hdr, msg []byte) <-ch
 		return nil
 	}
 	size := len(subject) + len(reply) + len(hdr) + len(msg)
-	wait, admitted := s.e.flow.admit(s, int64(size))
+	wait, admitted := s.e.flow.admit(s, int64(size), routed)
 	if !admitted {
 		s.refuseBusy(a, subject, reply)
 		return nil

@@ -21,12 +21,44 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
+// TestFlowGateRoutedOverdraw: a publish that crossed a route from a
+// pausing peer may take the stream's bound once more (what the peer sent
+// before its pause arrived), is asked to wait like any other past the
+// stall threshold, and is still held to the node's bound.
+func TestFlowGateRoutedOverdraw(t *testing.T) {
+	g := newFlowGate(flowLimits{streamMsgs: 8, streamBytes: 1 << 20, nodeMsgs: 20, nodeBytes: 1 << 20})
+	s, other := &stream{}, &stream{}
+	for i := range 8 {
+		wait, ok := g.admit(s, 10, false)
+		if !ok || (wait != nil) != (i >= 6) {
+			t.Fatalf("local publish %d: ok %v, asked to wait %v", i, ok, wait != nil)
+		}
+	}
+	if _, ok := g.admit(s, 10, false); ok {
+		t.Fatal("local publish past the stream's bound admitted")
+	}
+	for i := range 8 {
+		if wait, ok := g.admit(s, 10, true); !ok || wait == nil {
+			t.Fatalf("routed publish %d past the bound: ok %v, asked to wait %v", i, ok, wait != nil)
+		}
+	}
+	if _, ok := g.admit(s, 10, true); ok {
+		t.Fatal("routed publish past twice the stream's bound admitted")
+	}
+	for range 4 { // to the node's 20
+		g.admit(other, 10, true)
+	}
+	if _, ok := g.admit(other, 10, true); ok {
+		t.Fatal("routed publish past the node's bound admitted")
+	}
+}
+
 func TestFlowGateBounds(t *testing.T) {
 	g := newFlowGate(flowLimits{streamMsgs: 8, streamBytes: 1000, nodeMsgs: 12, nodeBytes: 1 << 20})
 	a, b, c, d := &stream{}, &stream{}, &stream{}, &stream{}
 	admit := func(s *stream, n int64, wantOK bool) <-chan struct{} {
 		t.Helper()
-		wait, ok := g.admit(s, n)
+		wait, ok := g.admit(s, n, false)
 		if ok != wantOK {
 			t.Fatalf("admit: ok = %v, want %v", ok, wantOK)
 		}
@@ -158,7 +190,7 @@ func TestCaptureBackPressure(t *testing.T) {
 	capture := s.capture(a)
 	var wait <-chan struct{}
 	for i := 1; i <= 8; i++ {
-		w := capture([]byte("s.x"), []byte("r."+strconv.Itoa(i)), nil, []byte("m"))
+		w := capture([]byte("s.x"), []byte("r."+strconv.Itoa(i)), nil, []byte("m"), false)
 		if (w != nil) != (i > 6) {
 			t.Fatalf("publish %d: asked to wait = %v", i, w != nil)
 		}
@@ -166,7 +198,7 @@ func TestCaptureBackPressure(t *testing.T) {
 			wait = w
 		}
 	}
-	if w := capture([]byte("s.x"), []byte("r.9"), nil, []byte("m")); w != nil {
+	if w := capture([]byte("s.x"), []byte("r.9"), nil, []byte("m"), false); w != nil {
 		t.Fatal("a refused publish asked its publisher to wait")
 	}
 	r := recv(t, replies)

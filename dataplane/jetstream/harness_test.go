@@ -50,8 +50,8 @@ func (a *fakeAccount) SubscribeInternal(filter string, h func(subject, reply, hd
 
 // SubscribeInternalPaced subscribes a paced handler; the fake's
 // publishers never wait, as the server's own do not.
-func (a *fakeAccount) SubscribeInternalPaced(filter string, h func(subject, reply, hdr, msg []byte) <-chan struct{}) (func(), error) {
-	return a.SubscribeInternal(filter, func(subject, reply, hdr, msg []byte) { h(subject, reply, hdr, msg) })
+func (a *fakeAccount) SubscribeInternalPaced(filter string, h func(subject, reply, hdr, msg []byte, routed bool) <-chan struct{}) (func(), error) {
+	return a.SubscribeInternal(filter, func(subject, reply, hdr, msg []byte) { h(subject, reply, hdr, msg, false) })
 }
 
 func (a *fakeAccount) HasInterest(subj string) bool {

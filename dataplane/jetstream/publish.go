@@ -14,17 +14,18 @@ import (
 // It runs on the publisher's goroutine, so it only copies and queues, and
 // never waits: past the stall threshold of the stream's or the node's
 // backlog (flowGate) it returns a channel for the publishing client to
-// wait on before it reads more; past the bound it refuses the publish.
-func (s *stream) capture(a *jsAccount) func(subject, reply, hdr, msg []byte) <-chan struct{} {
-	return func(subject, reply, hdr, msg []byte) <-chan struct{} {
+// wait on before it reads more (or for the route it came over to pause
+// its peer's publishers: routed); past the bound it refuses the publish.
+func (s *stream) capture(a *jsAccount) func(subject, reply, hdr, msg []byte, routed bool) <-chan struct{} {
+	return func(subject, reply, hdr, msg []byte, routed bool) <-chan struct{} {
 		if isFastBatchReply(reply) {
-			return s.captureFast(a, subject, reply, hdr, msg)
+			return s.captureFast(a, subject, reply, hdr, msg, routed)
 		}
 		if id := headerValue(hdr, api.HeaderBatchID); len(id) > 0 {
-			return s.captureAtomic(a, string(id), subject, reply, hdr, msg)
+			return s.captureAtomic(a, string(id), subject, reply, hdr, msg, routed)
 		}
 		size := len(subject) + len(reply) + len(hdr) + len(msg)
-		wait, ok := s.e.flow.admit(s, int64(size))
+		wait, ok := s.e.flow.admit(s, int64(size), routed)
 		if !ok {
 			s.refuseBusy(a, subject, reply)
 			return nil

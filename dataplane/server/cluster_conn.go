@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,14 @@ type route struct {
 	writerDone   chan struct{}
 	// pending is what the handshake read past INFO; the read loop's.
 	pending []byte
+	// paces: the peer's INFO says it honours PAUSE and RESUME.
+	paces bool
+	// pauses holds, per account this node asked the peer to pause, the
+	// backlogs still to drain before it is resumed (see pause).
+	pauses struct {
+		sync.Mutex
+		m map[string][]<-chan struct{} // guarded by the mutex
+	}
 }
 
 // routeInfo is the INFO nodes exchange.
@@ -66,6 +75,9 @@ type routeInfo struct {
 	Headers     bool     `json:"headers"`
 	MaxPayload  int32    `json:"max_payload"`
 	ConnectURLs []string `json:"connect_urls,omitempty"`
+	// Pace: this node honours PAUSE and RESUME. A node without it would
+	// cut the route on them, so they are sent only to peers that say so.
+	Pace bool `json:"pace,omitempty"`
 }
 
 // handshake exchanges INFO with a new connection and registers the route.
@@ -77,7 +89,7 @@ func (cl *cluster) handshake(conn net.Conn, dialed bool, want string) (*route, e
 		local = a.IP.String()
 	}
 	info := routeInfo{ID: s.id, Name: s.name, Version: Version, GoVersion: runtime.Version(),
-		Cluster: cl.name, Headers: true, MaxPayload: s.opts.MaxPayload}
+		Cluster: cl.name, Headers: true, MaxPayload: s.opts.MaxPayload, Pace: true}
 	if u := s.clientURL(local); u != "" {
 		info.ConnectURLs = []string{u}
 	}
@@ -100,7 +112,7 @@ func (cl *cluster) handshake(conn net.Conn, dialed bool, want string) (*route, e
 	conn.SetDeadline(time.Time{})
 	limitSocketBuffers(conn)
 	r := &route{cl: cl, conn: conn, out: newRouteOut(), dialed: dialed, start: time.Now(),
-		remoteID: peer.ID, remoteName: peer.Name, clientURLs: peer.ConnectURLs,
+		remoteID: peer.ID, remoteName: peer.Name, clientURLs: peer.ConnectURLs, paces: peer.Pace,
 		rsubs: map[string]map[ikey]*subscription{}, writerDone: make(chan struct{})}
 	if r.remoteName == "" {
 		r.remoteName = r.remoteID
@@ -177,8 +189,12 @@ func readRouteInfo(conn net.Conn, max int) (*routeInfo, []byte, error) {
 // millisecond of round trip at 2 Gbit/s.
 const routeSocketBuffer = 256 << 10
 
-// limitSocketBuffers applies routeSocketBuffer to a TCP connection.
+// limitSocketBuffers applies routeSocketBuffer to a TCP connection,
+// under TLS too (the cluster port's TLS wraps the socket).
 func limitSocketBuffers(c net.Conn) {
+	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = w.NetConn()
+	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetWriteBuffer(routeSocketBuffer)
 		_ = tc.SetReadBuffer(routeSocketBuffer)
@@ -298,7 +314,7 @@ func (r *route) run() {
 			}
 		}
 	}()
-	snd := &sender{srv: s, noRoute: true}
+	snd := &sender{srv: s, noRoute: true, paced: r.paces}
 	buf := make([]byte, max(minReadBuf, 2*len(r.pending)))
 	end := copy(buf, r.pending)
 	r.pending = nil
@@ -349,12 +365,84 @@ func (r *route) process(snd *sender, op *routeOp) bool {
 		return r.remoteSub(string(op.acct), string(op.subj), string(op.queue), op.weight)
 	case routeOpUnsub:
 		r.remoteUnsub(string(op.acct), string(op.subj), string(op.queue))
+	case routeOpPause, routeOpResume:
+		o := r.out
+		o.mu.Lock()
+		o.pauseLocked(string(op.acct), op.kind == routeOpPause, r.maxPending())
+		o.mu.Unlock()
+		o.wake()
 	case routeOpMsg:
 		r.inMsgs.Add(1)
 		r.inBytes.Add(uint64(len(op.msg)))
 		r.deliverRouted(snd, op)
+		if snd.drain {
+			// A stream here has a backlog past its stall threshold. The
+			// read loop must not wait for it (every account's traffic
+			// comes through here), so the peer is asked to hold back
+			// the account's publishers until it drains.
+			r.pause(string(op.acct), snd.stall)
+		}
+		snd.stall, snd.drain = nil, false
 	}
 	return true
+}
+
+// pause asks the peer to pause acct's publishers until the backlog that
+// wait watches has drained (and any others noted meanwhile), then to
+// resume them. Without it a publisher on another node than the stream's
+// had no back-pressure at all: its publishes crossed the route as fast
+// as it sent them, and past the backlog's bound they were refused (an
+// object store's chunks are published 4,000 at a time), while one on the
+// stream's own node simply waits. Messages already on their way are
+// still taken: a routed publish may overdraw the stream's backlog bound
+// for them (see PacedHandler).
+func (r *route) pause(acct string, wait <-chan struct{}) {
+	if !r.paces {
+		return
+	}
+	r.pauses.Lock()
+	waits, paused := r.pauses.m[acct]
+	if paused {
+		if !slices.Contains(waits, wait) {
+			r.pauses.m[acct] = append(waits, wait)
+		}
+		r.pauses.Unlock()
+		return
+	}
+	if r.pauses.m == nil {
+		r.pauses.m = map[string][]<-chan struct{}{}
+	}
+	r.pauses.m[acct] = []<-chan struct{}{wait}
+	// Sent under the lock, as RESUME is: the peer sees them in the order
+	// the pauses were decided.
+	r.send(appendPause(nil, true, acct))
+	r.pauses.Unlock()
+	go r.resumeWhenDrained(acct)
+}
+
+// resumeWhenDrained waits for each backlog noted for acct to drain, then
+// sends RESUME. A backlog of queued work always drains (see
+// PacedHandler); the route's end ends the wait, and the peer's pauses
+// with it.
+func (r *route) resumeWhenDrained(acct string) {
+	for {
+		r.pauses.Lock()
+		waits := r.pauses.m[acct]
+		if len(waits) == 0 {
+			delete(r.pauses.m, acct)
+			r.send(appendPause(nil, false, acct))
+			r.pauses.Unlock()
+			return
+		}
+		wait := waits[0]
+		r.pauses.m[acct] = waits[1:]
+		r.pauses.Unlock()
+		select {
+		case <-wait:
+		case <-r.writerDone:
+			return
+		}
+	}
 }
 
 // remoteSub records interest the peer announced, and puts it in the

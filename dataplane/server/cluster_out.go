@@ -50,6 +50,14 @@ type acctQueue struct {
 	// dropping is set while the account's messages are being dropped,
 	// from the first drop until the queue is below its stall threshold.
 	dropping bool
+	// paused is set between the peer's PAUSE and RESUME for the
+	// account: a stream there has a backlog of the account's publishes
+	// past its stall threshold, and the route's reader never waits, so
+	// the account's publishers wait here instead (stall stays open) and
+	// what they queued before they noticed stays here too (the writer
+	// skips the account), so what reaches the peer after its PAUSE is at
+	// most what the sockets held.
+	paused bool
 }
 
 func newRouteOut() *routeOut {
@@ -98,17 +106,40 @@ func (o *routeOut) acctLocked(account string, n int) *acctQueue {
 }
 
 // addedLocked records n bytes appended to q and returns the channel its
-// publisher may wait on if q is past its stall threshold (nil if not).
+// publisher may wait on if q is past its stall threshold or paused by
+// the peer (nil if neither).
 func (o *routeOut) addedLocked(q *acctQueue, n int, max int64) chan struct{} {
 	q.pending += int64(n)
 	o.mu.pending += int64(n)
-	if q.pending <= acctStall(max) {
+	if q.pending <= acctStall(max) && !q.paused {
 		return nil
 	}
 	if q.stall == nil {
 		q.stall = make(chan struct{})
 	}
 	return q.stall
+}
+
+// pauseLocked handles the peer's PAUSE (on) or RESUME of account. On a
+// RESUME the caller wakes the writer for what the account has queued;
+// its publishers are released here if that is below the stall threshold,
+// else once the writer has sent enough.
+func (o *routeOut) pauseLocked(account string, on bool, max int64) {
+	q := o.mu.accts[account]
+	switch {
+	case on && q == nil:
+		q = &acctQueue{name: account}
+		o.mu.accts[account] = q
+	case !on && q == nil:
+		return
+	}
+	q.paused = on
+	if on && q.stall == nil {
+		q.stall = make(chan struct{})
+	}
+	if !on {
+		o.unstallLocked(max)
+	}
 }
 
 // takeTurnLocked moves to dst the protocol operations, then up to
@@ -120,6 +151,10 @@ func (o *routeOut) takeTurnLocked(dst net.Buffers) net.Buffers {
 	turn := o.mu.ready
 	o.mu.ready = nil
 	for _, q := range turn {
+		if q.paused {
+			o.mu.ready = append(o.mu.ready, q)
+			continue
+		}
 		dst, n = q.chunks.take(dst, routeQuantum)
 		q.pending -= int64(n)
 		o.mu.pending -= int64(n)
@@ -133,11 +168,11 @@ func (o *routeOut) takeTurnLocked(dst net.Buffers) net.Buffers {
 }
 
 // unstallLocked releases the publishers of accounts back below their
-// stall threshold (all of them once the route stops), and forgets idle
-// accounts.
+// stall threshold and not paused by the peer (all of them once the route
+// stops), and forgets idle accounts.
 func (o *routeOut) unstallLocked(max int64) {
 	for name, q := range o.mu.accts {
-		if q.pending <= acctStall(max) || o.mu.stop {
+		if (q.pending <= acctStall(max) && !q.paused) || o.mu.stop {
 			if q.stall != nil {
 				close(q.stall)
 				q.stall = nil

@@ -82,3 +82,59 @@ func TestRouteOutStallsOnlyTheBackloggedAccount(t *testing.T) {
 		t.Fatal("A's stall not released once its backlog drained")
 	}
 }
+
+// TestRouteOutPause: while the peer has paused an account, its queued
+// messages stay here (the writer skips it), its publishers get the stall
+// channel whatever its backlog, and other accounts flow; RESUME releases
+// the publishers and the writer sends what was held, in order.
+func TestRouteOutPause(t *testing.T) {
+	o := newRouteOut()
+	const max = 64 << 20
+	o.pauseLocked("A", true, max)
+	stall := queueMsg(o, "A", 100, max)
+	if stall == nil {
+		t.Fatal("a paused account's publisher not told to wait")
+	}
+	if queueMsg(o, "B", 100, max) != nil {
+		t.Fatal("B's publisher told to wait for A's pause")
+	}
+	var got []byte
+	for turn := o.takeTurnLocked(nil); len(turn) > 0; turn = o.takeTurnLocked(nil) {
+		for _, b := range turn {
+			got = append(got, b...)
+		}
+	}
+	if bytes.Count(got, []byte("A")) != 0 || bytes.Count(got, []byte("B")) != 100 {
+		t.Fatalf("while A is paused the writer sent %d bytes of A and %d of B", bytes.Count(got, []byte("A")), bytes.Count(got, []byte("B")))
+	}
+	o.unstallLocked(max)
+	select {
+	case <-stall:
+		t.Fatal("A's publisher released while A is paused")
+	default:
+	}
+	if queueMsg(o, "A", 50, max) != stall {
+		t.Fatal("A's next publisher not told to wait on the same channel")
+	}
+	o.pauseLocked("A", false, max)
+	select {
+	case <-stall:
+	default:
+		t.Fatal("A's publisher not released by RESUME")
+	}
+	got = got[:0]
+	for turn := o.takeTurnLocked(nil); len(turn) > 0; turn = o.takeTurnLocked(nil) {
+		for _, b := range turn {
+			got = append(got, b...)
+		}
+	}
+	if bytes.Count(got, []byte("A")) != 150 || o.mu.pending != 0 {
+		t.Fatalf("after RESUME the writer sent %d of A's 150 held bytes, %d left pending", bytes.Count(got, []byte("A")), o.mu.pending)
+	}
+	// A RESUME for an account never paused changes nothing.
+	o.pauseLocked("C", false, max)
+	o.unstallLocked(max)
+	if len(o.mu.accts) != 0 {
+		t.Fatalf("%d idle account queues kept", len(o.mu.accts))
+	}
+}

@@ -19,6 +19,9 @@ import (
 //	RMSG <acct> <subj> [+ <reply> <queue>... | '|' <queue>... | <reply>] <size>
 //	HMSG <acct> <subj> [...] <hdr size> <size>
 //	RDMSG / HDMSG <acct> <to> <subj> [...] ...   routed by to, shown as subj
+//	PAUSE <acct> / RESUME <acct>           stop / go on reading the account's
+//	                                       publishers (sent only to a peer
+//	                                       whose INFO says "pace")
 //
 // A message frame names the queue groups it is for: the receiver delivers
 // it to its plain subscribers and to one member of each named group. A
@@ -41,6 +44,8 @@ const (
 	routeOpSub   // RS+
 	routeOpUnsub // RS-
 	routeOpMsg   // RMSG, HMSG, RDMSG, HDMSG
+	routeOpPause
+	routeOpResume
 )
 
 // maxRouteQueues bounds the queue names one message frame may carry.
@@ -135,6 +140,15 @@ func parseRoute(buf []byte, lim routeLimits, op *routeOp) (int, error) {
 		op.kind, op.acct, op.subj = routeOpUnsub, f[0], f[1]
 		if n == 3 {
 			op.queue = f[2]
+		}
+	case "PAUSE", "RESUME":
+		var f [1][]byte
+		if protocol.Fields(rest, f[:]) != 1 {
+			return 0, fmt.Errorf("%w: %s wants 1 argument", errRouteProtocol, string(verb))
+		}
+		op.kind, op.acct = routeOpPause, f[0]
+		if verb[0] == 'R' {
+			op.kind = routeOpResume
 		}
 	case "RMSG", "HMSG", "RDMSG", "HDMSG":
 		var room [12][]byte
@@ -271,6 +285,17 @@ func appendRS(b []byte, add bool, acct, subj, queue string, weight int) []byte {
 			b = strconv.AppendInt(b, int64(max(weight, 1)), 10)
 		}
 	}
+	return append(b, "\r\n"...)
+}
+
+// appendPause appends a PAUSE (on) or RESUME line for acct.
+func appendPause(b []byte, on bool, acct string) []byte {
+	if on {
+		b = append(b, "PAUSE "...)
+	} else {
+		b = append(b, "RESUME "...)
+	}
+	b = append(b, acct...)
 	return append(b, "\r\n"...)
 }
 

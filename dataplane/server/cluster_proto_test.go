@@ -35,6 +35,10 @@ func TestParseRoute(t *testing.T) {
 		{in: "rmsg $G foo 5\r\nhello\r\n", kind: routeOpMsg, acct: "$G", subj: "foo", to: "foo", hdr: -1, msg: "hello"},
 		{in: "hDmsg $G dlv orig 12 13\r\nNATS/1.0\r\n\r\nx\r\n", kind: routeOpMsg, acct: "$G", subj: "orig", to: "dlv", hdr: 12, msg: "NATS/1.0\r\n\r\nx"},
 		{in: "rs+ $G foo\r\n", kind: routeOpSub, acct: "$G", subj: "foo", hdr: -1},
+		{in: "PAUSE ACCT\r\n", kind: routeOpPause, acct: "ACCT", hdr: -1},
+		{in: "resume ACCT\r\n", kind: routeOpResume, acct: "ACCT", hdr: -1},
+		{in: string(appendPause(nil, true, "$G")), kind: routeOpPause, acct: "$G", hdr: -1},
+		{in: string(appendPause(nil, false, "$G")), kind: routeOpResume, acct: "$G", hdr: -1},
 	} {
 		var op routeOp
 		n, err := parseRoute([]byte(tt.in), testRouteLimits, &op)
@@ -102,6 +106,9 @@ func TestParseRouteBad(t *testing.T) {
 		{"RS+ $G\r\n", errRouteProtocol},
 		{"RS+ $G foo q\r\n", errRouteProtocol},
 		{"RS+ $G foo q x\r\n", errRouteProtocol},
+		{"PAUSE\r\n", errRouteProtocol},
+		{"PAUSE A B\r\n", errRouteProtocol},
+		{"RESUME\r\n", errRouteProtocol},
 		{"RMSG $G foo\r\n", errRouteProtocol},
 		{"RMSG $G foo -1\r\n", errRouteProtocol},
 		{"RMSG $G foo 2000000\r\n", errRouteMaxPayload},

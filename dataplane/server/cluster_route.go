@@ -58,7 +58,13 @@ func (f *routeSub) forward(s *sender, _, _ []byte, _ int, _ []byte) {
 func (s *sender) flushRoutes(mark int, subj, reply []byte, hdrLen int, msg []byte) {
 	for i := mark; i < len(s.rt); i++ {
 		t := &s.rt[i]
-		if st := t.r.sendMsg(t.acct, s.links.deliverTo, subj, reply, t.queues, hdrLen, msg); st != nil && !s.drain {
+		switch st, paused := t.r.sendMsg(t.acct, s.links.deliverTo, subj, reply, t.queues, hdrLen, msg); {
+		case st == nil:
+		case paused:
+			// The peer's apply path is backlogged: wait until it has
+			// drained, as for a stream on this node.
+			s.stall, s.drain = st, true
+		case !s.drain:
 			s.stall = st
 		}
 		t.r, t.queues = nil, nil
@@ -70,14 +76,16 @@ func (s *sender) flushRoutes(mark int, subj, reply []byte, hdrLen int, msg []byt
 // A backlog of the account past its stall threshold makes the publishing
 // client pause (as a slow subscriber does), so TCP slows the publisher to
 // the peer's pace; past its share the message is dropped (core NATS
-// delivers at most once); past the route's bound the route is cut.
-func (r *route) sendMsg(acct string, to, subj, reply []byte, queues [][]byte, hdrLen int, msg []byte) (stall <-chan struct{}) {
+// delivers at most once); past the route's bound the route is cut. While
+// the peer has paused the account, stall is returned with paused set:
+// the publisher waits until the peer resumes it.
+func (r *route) sendMsg(acct string, to, subj, reply []byte, queues [][]byte, hdrLen int, msg []byte) (stall <-chan struct{}, paused bool) {
 	o := r.out
 	max := r.maxPending()
 	o.mu.Lock()
 	if o.mu.stop {
 		o.mu.Unlock()
-		return nil
+		return nil, false
 	}
 	frame := len(acct) + len(to) + len(subj) + len(reply) + 48 + len(msg)
 	need := frame
@@ -99,7 +107,7 @@ func (r *route) sendMsg(acct string, to, subj, reply []byte, queues [][]byte, hd
 			r.log.Warn("route: one account's backlog to the peer is over its share; dropping its messages to the peer until it drains",
 				"account", acct, "share", acctShare(max))
 		}
-		return nil
+		return nil, false
 	}
 	q := o.acctLocked(acct, need)
 	before := len(q.chunks.cur)
@@ -114,7 +122,7 @@ func (r *route) sendMsg(acct string, to, subj, reply []byte, queues [][]byte, hd
 		queues = queues[n:]
 	}
 	if st := o.addedLocked(q, len(q.chunks.cur)-before, max); st != nil {
-		stall = st
+		stall, paused = st, q.paused
 	}
 	slow := o.mu.pending > max
 	o.mu.Unlock()
@@ -122,8 +130,8 @@ func (r *route) sendMsg(acct string, to, subj, reply []byte, queues [][]byte, hd
 	r.outBytes.Add(uint64(len(msg)))
 	if slow {
 		r.slow()
-		return nil
+		return nil, false
 	}
 	o.wake()
-	return stall
+	return stall, paused
 }

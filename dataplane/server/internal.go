@@ -21,7 +21,7 @@ type MsgHandler = func(subject, reply, hdr, msg []byte)
 // in this account would see, and nothing of other accounts. The returned
 // function unsubscribes.
 func (a *Account) SubscribeInternal(filter string, h MsgHandler) (unsubscribe func(), err error) {
-	return a.SubscribeInternalPaced(filter, func(subject, reply, hdr, msg []byte) <-chan struct{} {
+	return a.SubscribeInternalPaced(filter, func(subject, reply, hdr, msg []byte, _ bool) <-chan struct{} {
 		h(subject, reply, hdr, msg)
 		return nil
 	})
@@ -34,7 +34,12 @@ func (a *Account) SubscribeInternal(filter string, h MsgHandler) (unsubscribe fu
 // own publishers never wait. The channel must be closed eventually
 // whatever the publisher does: nothing it waits for may wait for a
 // client's read loop.
-type PacedHandler = func(subject, reply, hdr, msg []byte) <-chan struct{}
+//
+// routed says the message crossed a route from a peer that honours PAUSE:
+// nothing waits here (a route's reader serves every account), the peer's
+// publishers are paused instead, and what they sent meanwhile, up to a
+// round trip's worth, is still to come.
+type PacedHandler = func(subject, reply, hdr, msg []byte, routed bool) <-chan struct{}
 
 // SubscribeInternalPaced is SubscribeInternal with a PacedHandler: a
 // stream capturing its subjects throttles its publishers this way.

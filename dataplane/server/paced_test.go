@@ -18,7 +18,7 @@ func TestPacedHandlerHoldsPublisher(t *testing.T) {
 	backedUp := make(chan struct{})
 	gate.Store(&backedUp)
 	seen := make(chan string, 8)
-	if _, err := acc.SubscribeInternalPaced("work.>", func(subj, _, _, _ []byte) <-chan struct{} {
+	if _, err := acc.SubscribeInternalPaced("work.>", func(subj, _, _, _ []byte, _ bool) <-chan struct{} {
 		seen <- string(subj)
 		return *gate.Load()
 	}); err != nil {

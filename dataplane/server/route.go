@@ -26,6 +26,9 @@ type sender struct {
 	// so the wait lasts until it has (or the connection ends) rather
 	// than briefly.
 	drain bool
+	// paced: the message came over a route whose peer pauses its
+	// publishers when asked (see route.pause).
+	paced bool
 	links linkCtx // a message crossing accounts (imports.go)
 	// noRoute: the message came from a route and goes to no other
 	// (one hop). rt are the routes the message being routed goes to
@@ -157,7 +160,7 @@ func (s *sender) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 		if hdrLen >= 0 {
 			hdr, msg = msg[:hdrLen], msg[hdrLen:]
 		}
-		if wait := sub.handler(subj, reply, hdr, msg); wait != nil {
+		if wait := sub.handler(subj, reply, hdr, msg, s.paced); wait != nil {
 			s.stall, s.drain = wait, true
 		}
 		return
