@@ -403,9 +403,22 @@ func (ap *applier) apply(p *proposal) result {
 	ch := make(chan result, 1)
 	p.done = func(_ *proposal, r result) { ch <- r }
 	if !ap.submit(p) {
-		return result{err: api.NewNotEnabledError()}
+		return ap.closedResult()
 	}
 	return <-ch
+}
+
+// closedResult is the outcome of a proposal an applier refused because it
+// has closed. A partition's applier closes when this node stops leading
+// the partition: the proposal was never appended, so a publisher hears no
+// responders and retries, reaching the new leader (it was told "JetStream
+// not enabled", seen during big object puts when leadership moved).
+// Otherwise JetStream is stopping.
+func (ap *applier) closedResult() result {
+	if ap.group != nil {
+		return result{err: errNotAppended}
+	}
+	return result{err: api.NewNotEnabledError()}
 }
 
 func (ap *applier) close() {

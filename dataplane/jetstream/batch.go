@@ -280,7 +280,7 @@ func (s *stream) submitBatch(a *jsAccount, b *atomicBatch, reply []byte, routed 
 	}
 	p.done = batchDone
 	if !s.ap.submit(p) {
-		batchDone(p, result{err: api.NewNotEnabledError()})
+		batchDone(p, s.ap.closedResult())
 		return nil
 	}
 	return wait

@@ -230,3 +230,48 @@ func TestClusterLostStreamNotDenied(t *testing.T) {
 		t.Fatalf("a stream nobody has: %d answers, want 1", n)
 	}
 }
+
+// TestClusterPublishAfterLeadershipMovedIsRetried: a publish captured by
+// a stream whose node has just stopped leading its partition (the
+// capture runs while the partition is being released) reaches a closed
+// applier. It was never appended, so the publisher hears no responders,
+// which stock clients retry against the new leader; it was told
+// "JetStream not enabled" (10076), which they do not retry.
+func TestClusterPublishAfterLeadershipMovedIsRetried(t *testing.T) {
+	acc := newFakeAccount("A")
+	nodes := startTestCluster(t, 3, 1, acc)
+	waitClusterReady(t, nodes)
+	createClustered(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3})
+	asg := waitAssigned(t, nodes, "A", "S")
+	var old *testNode
+	waitForCond(t, "a leader for the partition", func() bool { old = leaderOf(nodes, asg.group()); return old != nil })
+	a := old.e.account("A")
+	s := a.lookup("S")
+	if s == nil {
+		t.Fatal("the partition's leader does not hold S")
+	}
+	capture := s.capture(a)
+	to := nodes[0]
+	if to == old {
+		to = nodes[1]
+	}
+	if err := (testGroup{old.groups[asg.group()], old, asg.group()}).TransferLeadership(to.name); err != nil {
+		t.Fatal(err)
+	}
+	waitForCond(t, "the old leader released S", func() bool { return a.lookup("S") == nil })
+
+	got := make(chan []byte, 1)
+	unsub, _ := acc.SubscribeInternal("_INBOX.moved", func(_, _, hdr, msg []byte) {
+		got <- append(append([]byte(nil), hdr...), msg...)
+	})
+	defer unsub()
+	capture([]byte("s.x"), []byte("_INBOX.moved"), nil, []byte("m"), false)
+	select {
+	case b := <-got:
+		if string(b) != string(noResponders) {
+			t.Fatalf("publish to the released stream answered %q, want no responders", b)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("publish to the released stream not answered")
+	}
+}

@@ -139,7 +139,7 @@ func (s *stream) captureFast(a *jsAccount, subject, reply, hdr, msg []byte, rout
 	p.copyIn(subject, reply, hdr, msg)
 	p.done = fastDone
 	if !s.ap.submit(p) {
-		fastDone(p, result{err: api.NewNotEnabledError()})
+		fastDone(p, s.ap.closedResult())
 		return nil
 	}
 	return wait

@@ -34,7 +34,7 @@ func (s *stream) capture(a *jsAccount) func(subject, reply, hdr, msg []byte, rou
 		p.copyIn(subject, reply, hdr, msg)
 		p.done = capturedDone
 		if !s.ap.submit(p) {
-			capturedDone(p, result{err: api.NewNotEnabledError()})
+			capturedDone(p, s.ap.closedResult())
 			return nil
 		}
 		return wait

@@ -633,7 +633,7 @@ func (sr *sourcer) handle(subj, reply, hdr, msg []byte) {
 	p.data = bytes.Clone(msg)
 	p.done = sr.applied
 	if !sr.s.ap.submit(p) {
-		sr.applied(p, result{err: api.NewNotEnabledError()})
+		sr.applied(p, sr.s.ap.closedResult())
 	}
 }
 
