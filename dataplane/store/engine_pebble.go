@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/batchrepr"
@@ -129,6 +130,26 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 	panic(fatalPanic{err})
 }
 
+// stallListener logs Pebble's write stalls, with their reason and how
+// long they lasted. A stall holds every write of the node (every raft
+// group's log, every apply) until flushes or compactions catch up; it is
+// what an operator looking at missed raft leases or slow
+// acknowledgements needs to see.
+func stallListener(log *slog.Logger) *pebble.EventListener {
+	var began atomic.Int64
+	return &pebble.EventListener{
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+			began.Store(time.Now().UnixNano())
+			log.Warn("store: writes stalled", "component", "pebble", "reason", info.Reason)
+		},
+		WriteStallEnd: func() {
+			if t := began.Swap(0); t != 0 {
+				log.Warn("store: writes resumed", "component", "pebble", "stalled", time.Duration(time.Now().UnixNano()-t))
+			}
+		},
+	}
+}
+
 // Open opens (creating if needed) the Pebble-backed store in opts.Dir.
 func Open(opts Options) (*Store, error) {
 	if opts.Dir == "" {
@@ -148,6 +169,7 @@ func Open(opts Options) (*Store, error) {
 		MemTableSize:       opts.MemTableSize,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{log: opts.Logger, e: e},
+		EventListener:      stallListener(opts.Logger),
 	}
 	err := e.guard(func() (err error) {
 		e.db, err = pebble.Open(opts.Dir, po)
