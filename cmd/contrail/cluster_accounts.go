@@ -64,9 +64,9 @@ type accountSpread struct {
 
 	mu struct {
 		sync.Mutex
-		// waits holds, by request id, the channel each answer is sent
-		// on. Guarded by mu.
-		waits map[string]chan struct{}
+		// waits holds, by request id, the channel each answer (the
+		// answering node's name) is sent on. Guarded by mu.
+		waits map[string]chan string
 		// onBehalf counts, by account, the loads run at another node's
 		// request: those are not spread again. Guarded by mu.
 		onBehalf map[string]int
@@ -77,7 +77,7 @@ type accountSpread struct {
 // system account.
 func startAccountSpread(srv *server.Server, hooks *accountHooks, log *slog.Logger) (*accountSpread, error) {
 	sp := &accountSpread{srv: srv, sys: srv.SystemAccount(), hooks: hooks, log: log}
-	sp.mu.waits = map[string]chan struct{}{}
+	sp.mu.waits = map[string]chan string{}
 	sp.mu.onBehalf = map[string]int{}
 	if _, err := sp.sys.SubscribeInternal(subjAccountLoadAny, sp.onLoad); err != nil {
 		return nil, err
@@ -125,20 +125,23 @@ func (sp *accountSpread) onLoad(subject, reply, _, _ []byte) {
 			sp.mu.Unlock()
 		}
 		if to != "" {
-			sp.sys.Publish(to, "", nil, nil)
+			// The answer names this node, so an answer that arrives
+			// twice is counted once.
+			sp.sys.Publish(to, "", nil, []byte(sp.srv.Name()))
 		}
 	}()
 }
 
-// onReply counts a peer's answer to one of this node's load requests.
-func (sp *accountSpread) onReply(subject, _, _, _ []byte) {
+// onReply passes a peer's answer to one of this node's load requests to
+// the spread waiting for it.
+func (sp *accountSpread) onReply(subject, _, _, msg []byte) {
 	id := subject[bytes.LastIndexByte(subject, '.')+1:]
 	sp.mu.Lock()
 	ch := sp.mu.waits[string(id)]
 	sp.mu.Unlock()
 	if ch != nil {
 		select {
-		case ch <- struct{}{}:
+		case ch <- string(msg):
 		default:
 		}
 	}
@@ -156,7 +159,7 @@ func (sp *accountSpread) spread(name string) {
 		return
 	}
 	id := strconv.FormatUint(sp.seq.Add(1), 10)
-	ch := make(chan struct{}, peers)
+	ch := make(chan string, 2*peers) // room for a duplicate of each
 	sp.mu.Lock()
 	sp.mu.waits[id] = ch
 	sp.mu.Unlock()
@@ -168,12 +171,33 @@ func (sp *accountSpread) spread(name string) {
 	sp.sys.Publish(strings.Replace(subjAccountLoad, "%s", name, 1), sp.replyPrefix()+id, nil, nil)
 	timer := time.NewTimer(spreadTimeout)
 	defer timer.Stop()
-	for got := 0; got < peers; got++ {
+	if got := awaitPeers(ch, peers, timer.C); got < peers {
+		sp.log.Warn("peers did not confirm loading an account in time", "account", name, "answers", got, "peers", peers)
+	}
+}
+
+// awaitPeers counts the answers on ch until peers distinct nodes have
+// answered or timeout fires, and returns how many did. An answer names
+// its node: the same node's answer arriving twice (over two routes while
+// they are being set up) would otherwise end the wait one peer early,
+// and the client's first request could reach a node that has not loaded
+// its account. An empty name (a node of an older build) counts each time.
+func awaitPeers(ch <-chan string, peers int, timeout <-chan time.Time) int {
+	seen := make(map[string]bool, peers)
+	got := 0
+	for got < peers {
 		select {
-		case <-ch:
-		case <-timer.C:
-			sp.log.Warn("peers did not confirm loading an account in time", "account", name, "answers", got, "peers", peers)
-			return
+		case node := <-ch:
+			if node != "" {
+				if seen[node] {
+					continue
+				}
+				seen[node] = true
+			}
+			got++
+		case <-timeout:
+			return got
 		}
 	}
+	return got
 }
