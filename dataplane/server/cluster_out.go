@@ -55,8 +55,8 @@ type acctQueue struct {
 	// past its stall threshold, and the route's reader never waits, so
 	// the account's publishers wait here instead (stall stays open) and
 	// what they queued before they noticed stays here too (the writer
-	// skips the account), so what reaches the peer after its PAUSE is at
-	// most what the sockets held.
+	// skips the account): once the PAUSE has arrived, only what the
+	// sockets held still reaches the peer.
 	paused bool
 }
 
