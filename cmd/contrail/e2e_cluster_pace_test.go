@@ -42,10 +42,7 @@ func TestClusterObjectPutThroughAnyNode(t *testing.T) {
 		})
 		// Through a node that is not the stream's: the put crosses a route.
 		leader, _ := streamLeader(t, js, nodes, "OBJ_"+bucket)
-		cn := nodes[0]
-		if cn == leader {
-			cn = nodes[1]
-		}
+		cn := without(nodes, leader)[0]
 		nc := connect(t, cn.URL)
 		njs, err := jetstream.New(nc)
 		if err != nil {

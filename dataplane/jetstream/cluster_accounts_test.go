@@ -25,13 +25,7 @@ func TestClusterCreateWaitsForAccount(t *testing.T) {
 		return meta != nil && lead != nil
 	})
 	if meta == lead {
-		var to *testNode
-		for _, nd := range nodes {
-			if nd != meta {
-				to = nd
-				break
-			}
-		}
+		to := without(nodes, meta)[0]
 		if err := (testGroup{meta.groups[1], meta, 1}).TransferLeadership(to.name); err != nil {
 			t.Fatal(err)
 		}

@@ -81,12 +81,7 @@ func handOver(t *testing.T, clk *walkClock) (nodes []*testNode, acc *fakeAccount
 	old = leaderOf(nodes, 1)
 	splitGroup(nodes, 1)
 	join = func() *testNode {
-		var others []*testNode
-		for _, nd := range nodes {
-			if nd != old {
-				others = append(others, nd)
-			}
-		}
+		others := without(nodes, old)
 		joinGroup(others[0], others[1], 1)
 		var next *testNode
 		waitForCond(t, "partition 1 led by a node not cut off", func() bool {
@@ -201,14 +196,7 @@ func TestClusterLostStreamNotDenied(t *testing.T) {
 	waitClusterReady(t, nodes)
 	createClustered(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3})
 	asg := waitAssigned(t, nodes, "A", "S")
-	leader := leaderOf(nodes, asg.group())
-	var other *testNode
-	for _, nd := range nodes {
-		if nd != leader {
-			other = nd
-			break
-		}
-	}
+	other := without(nodes, leaderOf(nodes, asg.group()))[0]
 	var answers atomic.Int64
 	unsub, _ := acc.SubscribeInternal("_INBOX.lost", func(_, _, _, _ []byte) { answers.Add(1) })
 	defer unsub()
@@ -251,10 +239,7 @@ func TestClusterPublishAfterLeadershipMovedIsRetried(t *testing.T) {
 		t.Fatal("the partition's leader does not hold S")
 	}
 	capture := s.capture(a)
-	to := nodes[0]
-	if to == old {
-		to = nodes[1]
-	}
+	to := without(nodes, old)[0]
 	if err := (testGroup{old.groups[asg.group()], old, asg.group()}).TransferLeadership(to.name); err != nil {
 		t.Fatal(err)
 	}

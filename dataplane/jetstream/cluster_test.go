@@ -414,6 +414,17 @@ func createR3(t *testing.T, acc *fakeAccount, nodes []*testNode, name, subject s
 	return waitAssigned(t, nodes, acc.Name(), name)
 }
 
+// without is nodes less skip, in order.
+func without(nodes []*testNode, skip *testNode) []*testNode {
+	var out []*testNode
+	for _, nd := range nodes {
+		if nd != skip {
+			out = append(out, nd)
+		}
+	}
+	return out
+}
+
 // leaderOf is the node leading group g, or nil.
 func leaderOf(nodes []*testNode, g uint16) *testNode {
 	for _, nd := range nodes {
