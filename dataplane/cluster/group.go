@@ -130,7 +130,17 @@ func (n *Node) raftConfig(g uint16, id raft.ServerID, logs raft.LogStore, lg *hc
 	c.LocalID = id
 	c.HeartbeatTimeout = followerHeartbeatTimeout * n.mult
 	c.ElectionTimeout = followerHeartbeatTimeout * n.mult
-	c.LeaderLeaseTimeout = 150 * time.Millisecond * n.mult
+	// The lease is a leader's patience: it steps down once a quorum
+	// has not answered for this long. At the followers' patience it
+	// spans 2.5-5 of the leader's heartbeat intervals (50-100 ms), so
+	// one late answer is not a lost quorum; raft allows no more (the
+	// lease may not exceed the heartbeat timeout a node starts with, a
+	// follower's). At 150 ms it spanned 1.5-3: on two shared cores, one
+	// client publishing 500 KB messages to an R3 stream made leaders
+	// step down every few seconds, each time losing the partition's
+	// publishes in flight. Failover does not wait for it: followers
+	// notice a lost leader by their own timeout.
+	c.LeaderLeaseTimeout = followerHeartbeatTimeout * n.mult
 	c.CommitTimeout = n.cfg.CommitTimeout
 	if g != 0 {
 		c.CommitTimeout = n.cfg.PartitionCommitTimeout

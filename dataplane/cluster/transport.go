@@ -54,7 +54,7 @@ type transport struct {
 // A follower still hears from its leader at least every 100 ms, well
 // inside its 250-500 ms election timeout.
 //
-// What the leader gives up: its lease (150 ms; it steps down when a
+// What the leader gives up: its lease (250 ms; it steps down when a
 // quorum has not answered within it) counts a thinned heartbeat as an
 // answer, so a leader cut off steps down up to heartbeatThin later.
 // Nothing here reads under that lease (raft's VerifyLeader is not used),
