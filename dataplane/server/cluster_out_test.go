@@ -138,3 +138,45 @@ func TestRouteOutPause(t *testing.T) {
 		t.Fatalf("%d idle account queues kept", len(o.mu.accts))
 	}
 }
+
+// TestRouteOutOverShareStalls: a message past the account's share is
+// dropped, and its publisher is told to wait on the same channel as
+// below the share (so it does not read and drop as fast as its client
+// sends); the channel closes once the writer has drained the queue below
+// the stall threshold, and another account is untouched.
+func TestRouteOutOverShareStalls(t *testing.T) {
+	o := newRouteOut()
+	const max = 64 << 20
+	if q, _ := o.overShareLocked("A", 100, max); q != nil {
+		t.Fatal("an account with nothing queued is over its share")
+	}
+	var stall chan struct{}
+	for o.mu.accts["A"] == nil || o.mu.accts["A"].pending+(1<<20) <= acctShare(max) {
+		stall = queueMsg(o, "A", 1<<20, max)
+	}
+	q, first := o.overShareLocked("A", 1<<20, max)
+	if q == nil || !first {
+		t.Fatalf("at %d of a %d share: over %v, first %v", o.mu.accts["A"].pending, acctShare(max), q != nil, first)
+	}
+	if q.stall == nil || q.stall != stall {
+		t.Fatal("the dropped message's publisher is not told to wait on the account's stall channel")
+	}
+	if _, again := o.overShareLocked("A", 1<<20, max); again {
+		t.Fatal("the second drop is reported as the first")
+	}
+	if q, _ := o.overShareLocked("B", 1<<20, max); q != nil {
+		t.Fatal("B is over its share because of A's queue")
+	}
+	for len(o.takeTurnLocked(nil)) > 0 {
+		// the writer sends everything queued
+	}
+	o.unstallLocked(max)
+	select {
+	case <-stall:
+	default:
+		t.Fatal("the publisher is not released once the queue has drained")
+	}
+	if q, _ := o.overShareLocked("A", 1<<20, max); q != nil {
+		t.Fatal("a drained account is still over its share")
+	}
+}

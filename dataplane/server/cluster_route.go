@@ -76,7 +76,8 @@ func (s *sender) flushRoutes(mark int, subj, reply []byte, hdrLen int, msg []byt
 // A backlog of the account past its stall threshold makes the publishing
 // client pause (as a slow subscriber does), so TCP slows the publisher to
 // the peer's pace; past its share the message is dropped (core NATS
-// delivers at most once); past the route's bound the route is cut. While
+// delivers at most once) and the publisher pauses all the same; past the
+// route's bound the route is cut. While
 // the peer has paused the account, stall is returned with paused set:
 // the publisher waits until the peer resumes it.
 func (r *route) sendMsg(acct string, to, subj, reply []byte, queues [][]byte, hdrLen int, msg []byte) (stall <-chan struct{}, paused bool) {
@@ -98,16 +99,15 @@ func (r *route) sendMsg(acct string, to, subj, reply []byte, queues [][]byte, hd
 			need += frame
 		}
 	}
-	if q := o.mu.accts[acct]; q != nil && q.pending+int64(need) > acctShare(max) {
-		first := !q.dropping
-		q.dropping = true
+	if q, first := o.overShareLocked(acct, need, max); q != nil {
+		stall, paused = q.stall, q.paused
 		o.mu.Unlock()
 		r.dropped.Add(1)
 		if first {
 			r.log.Warn("route: one account's backlog to the peer is over its share; dropping its messages to the peer until it drains",
 				"account", acct, "share", acctShare(max))
 		}
-		return nil, false
+		return stall, paused
 	}
 	q := o.acctLocked(acct, need)
 	before := len(q.chunks.cur)
