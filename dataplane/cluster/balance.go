@@ -18,6 +18,14 @@ const maxMovesPerPass = 2
 // where it can, so a stepdown is not undone a second later.
 const balanceHold = 30 * time.Second
 
+// moveBackoff is how long the balancer leaves a partition alone after a
+// move of it failed. A move fails mostly under load (the target cannot
+// catch up with the leader in an election timeout), and while raft tries
+// one it refuses the partition's writes, which the applier then has to
+// reload from: retried every pass, a flooded partition refused writes
+// for up to an election timeout every second or two.
+const moveBackoff = balanceHold
+
 // heldUntil holds every partition whose leadership passed from one
 // leader to another lately, by any means (an operator's stepdown, a
 // failover, the balancer's own move), until its hold ends.
@@ -36,19 +44,33 @@ func heldUntil(groups []*Group, now time.Time) map[uint16]time.Time {
 // each live node leads about P/N partitions.
 func (n *Node) balance() {
 	defer n.wg.Done()
+	failed := map[uint16]time.Time{} // partition: when a move of it last failed
 	for n.sleep(n.cfg.BalanceInterval) {
 		if n.draining.Load() || !n.groups[MetaGroup].IsLeader() {
 			continue
 		}
+		now := time.Now()
+		for g, at := range failed {
+			if now.Sub(at) >= moveBackoff {
+				delete(failed, g)
+			}
+		}
+		moves := n.plan(heldUntil(n.groups[1:], now), failed)
+		errs := make([]error, len(moves))
 		var wg sync.WaitGroup
-		for _, m := range n.plan(heldUntil(n.groups[1:], time.Now())) {
+		for i, m := range moves {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				n.move(m)
+				errs[i] = n.move(m)
 			}()
 		}
 		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				failed[moves[i].group.id] = time.Now()
+			}
+		}
 	}
 }
 
@@ -60,10 +82,11 @@ type move struct {
 
 // plan picks up to maxMovesPerPass transfers from the nodes leading the
 // most partitions to those leading the fewest, moving held partitions
-// only where no other will do (the one held longest first). Only nodes current in the meta group receive
-// leadership; a pass with a leaderless partition does nothing, as an
-// election is under way.
-func (n *Node) plan(held map[uint16]time.Time) []move {
+// only where no other will do (the one held longest first) and failed
+// ones (a move of it failed lately, see moveBackoff) not at all. Only
+// nodes current in the meta group receive leadership; a pass with a
+// leaderless partition does nothing, as an election is under way.
+func (n *Node) plan(held, failed map[uint16]time.Time) []move {
 	count := map[string]int{n.cfg.Name: 0}
 	for _, r := range n.groups[MetaGroup].Replicas() {
 		if r.Current && r.Voter {
@@ -106,6 +129,9 @@ func (n *Node) plan(held map[uint16]time.Time) []move {
 			if s, ok := g.member(to); !ok || s.Suffrage != raft.Voter {
 				continue
 			}
+			if _, ok := failed[g.id]; ok {
+				continue
+			}
 			until, isHeld := held[g.id]
 			if !isHeld {
 				pick, at = g, i
@@ -127,7 +153,7 @@ func (n *Node) plan(held map[uint16]time.Time) []move {
 }
 
 // move asks the partition's leader to hand leadership over.
-func (n *Node) move(m move) {
+func (n *Node) move(m move) error {
 	var err error
 	if m.from == n.cfg.Name {
 		err = n.transferFor(m.group, m.to)
@@ -135,8 +161,10 @@ func (n *Node) move(m move) {
 		_, err = n.call(m.from, ctlRequest{Op: opTransfer, Group: m.group.id, To: m.to})
 	}
 	if err != nil {
-		n.log.Info("partition leadership move failed", "group", m.group.id, "from", m.from, "to", m.to, "err", err)
-		return
+		n.log.Info("partition leadership move failed; leaving the partition alone for a while", "group", m.group.id,
+			"from", m.from, "to", m.to, "backoff", moveBackoff, "err", err)
+		return err
 	}
 	n.log.Info("partition leadership moved", "group", m.group.id, "from", m.from, "to", m.to)
+	return nil
 }

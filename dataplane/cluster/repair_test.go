@@ -281,3 +281,54 @@ func TestPersistStartCrash(t *testing.T) {
 		}
 	}
 }
+
+// TestBalancerSkipsFailedMoves: a partition a balancing move failed for
+// lately is not planned again (a move under load fails, and raft refuses
+// the partition's writes while it tries one), while the others still
+// even the counts out.
+func TestBalancerSkipsFailedMoves(t *testing.T) {
+	c := startThree(t)
+	home := c.leader(1)
+	for p := uint16(2); p <= testPartitions; p++ {
+		if l := c.leader(p); l != home {
+			if err := c.node(l).Group(p).TransferLeadership(home); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 20*time.Second, fmt.Sprintf("partition %d on %s", p, home), func() bool { return c.leader(p) == home })
+		}
+	}
+	var n *Node
+	waitFor(t, 20*time.Second, "a meta leader hearing both peers", func() bool {
+		l := c.leader(MetaGroup)
+		if l == "" {
+			return false
+		}
+		n = c.node(l)
+		current := 0
+		for _, r := range n.Group(MetaGroup).Replicas() {
+			if r.Current && r.Voter {
+				current++
+			}
+		}
+		return current == 2
+	})
+	moves := n.plan(nil, nil)
+	if len(moves) == 0 {
+		t.Fatalf("every partition on %s, and no move planned", home)
+	}
+	failed := map[uint16]time.Time{moves[0].group.id: time.Now()}
+	for _, m := range n.plan(nil, failed) {
+		if m.group.id == moves[0].group.id {
+			t.Fatalf("partition %d planned again after its move failed", m.group.id)
+		}
+	}
+	if len(n.plan(nil, failed)) == 0 {
+		t.Fatal("one partition's failed move stopped the others' moves")
+	}
+	for p := uint16(1); p <= testPartitions; p++ {
+		failed[p] = time.Now()
+	}
+	if m := n.plan(nil, failed); len(m) != 0 {
+		t.Fatalf("%d moves planned with every partition's move failed lately", len(m))
+	}
+}
