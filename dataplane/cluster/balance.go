@@ -18,13 +18,30 @@ const maxMovesPerPass = 2
 // where it can, so a stepdown is not undone a second later.
 const balanceHold = 30 * time.Second
 
-// moveBackoff is how long the balancer leaves a partition alone after a
-// move of it failed. A move fails mostly under load (the target cannot
-// catch up with the leader in an election timeout), and while raft tries
-// one it refuses the partition's writes, which the applier then has to
-// reload from: retried every pass, a flooded partition refused writes
-// for up to an election timeout every second or two.
+// moveBackoff bounds how long the balancer leaves a partition alone
+// after moves of it failed: two passes after the first failure, twice as
+// long after each next one, up to this. A move fails mostly under load
+// (the target cannot catch up with the leader in an election timeout),
+// and while raft tries one it refuses the partition's writes, which the
+// applier then has to reload from: retried every pass, a flooded
+// partition refused writes for up to an election timeout every second or
+// two. A move refused at once (a target not current yet, after a
+// restart) is retried soon.
 const moveBackoff = balanceHold
+
+// backoff is a partition's pause from balancing after failed moves.
+type backoff struct {
+	until time.Time
+	wait  time.Duration
+}
+
+// failedAt is b after one more failed move at now, with interval the
+// balancing pass interval.
+func (b backoff) failedAt(now time.Time, interval time.Duration) backoff {
+	b.wait = min(max(2*b.wait, 2*interval), moveBackoff)
+	b.until = now.Add(b.wait)
+	return b
+}
 
 // heldUntil holds every partition whose leadership passed from one
 // leader to another lately, by any means (an operator's stepdown, a
@@ -44,18 +61,22 @@ func heldUntil(groups []*Group, now time.Time) map[uint16]time.Time {
 // each live node leads about P/N partitions.
 func (n *Node) balance() {
 	defer n.wg.Done()
-	failed := map[uint16]time.Time{} // partition: when a move of it last failed
+	failed := map[uint16]backoff{}
 	for n.sleep(n.cfg.BalanceInterval) {
 		if n.draining.Load() || !n.groups[MetaGroup].IsLeader() {
 			continue
 		}
 		now := time.Now()
-		for g, at := range failed {
-			if now.Sub(at) >= moveBackoff {
-				delete(failed, g)
+		skip := map[uint16]bool{}
+		for g, b := range failed {
+			switch {
+			case now.Before(b.until):
+				skip[g] = true
+			case now.Sub(b.until) >= moveBackoff:
+				delete(failed, g) // no failure for long: start over
 			}
 		}
-		moves := n.plan(heldUntil(n.groups[1:], now), failed)
+		moves := n.plan(heldUntil(n.groups[1:], now), skip)
 		errs := make([]error, len(moves))
 		var wg sync.WaitGroup
 		for i, m := range moves {
@@ -67,9 +88,12 @@ func (n *Node) balance() {
 		}
 		wg.Wait()
 		for i, err := range errs {
-			if err != nil {
-				failed[moves[i].group.id] = time.Now()
+			g := moves[i].group.id
+			if err == nil {
+				delete(failed, g)
+				continue
 			}
+			failed[g] = failed[g].failedAt(time.Now(), n.cfg.BalanceInterval)
 		}
 	}
 }
@@ -82,11 +106,11 @@ type move struct {
 
 // plan picks up to maxMovesPerPass transfers from the nodes leading the
 // most partitions to those leading the fewest, moving held partitions
-// only where no other will do (the one held longest first) and failed
-// ones (a move of it failed lately, see moveBackoff) not at all. Only
-// nodes current in the meta group receive leadership; a pass with a
-// leaderless partition does nothing, as an election is under way.
-func (n *Node) plan(held, failed map[uint16]time.Time) []move {
+// only where no other will do (the one held longest first) and those in
+// skip (backing off after failed moves) not at all. Only nodes current
+// in the meta group receive leadership; a pass with a leaderless
+// partition does nothing, as an election is under way.
+func (n *Node) plan(held map[uint16]time.Time, skip map[uint16]bool) []move {
 	count := map[string]int{n.cfg.Name: 0}
 	for _, r := range n.groups[MetaGroup].Replicas() {
 		if r.Current && r.Voter {
@@ -129,7 +153,7 @@ func (n *Node) plan(held, failed map[uint16]time.Time) []move {
 			if s, ok := g.member(to); !ok || s.Suffrage != raft.Voter {
 				continue
 			}
-			if _, ok := failed[g.id]; ok {
+			if skip[g.id] {
 				continue
 			}
 			until, isHeld := held[g.id]
@@ -161,8 +185,7 @@ func (n *Node) move(m move) error {
 		_, err = n.call(m.from, ctlRequest{Op: opTransfer, Group: m.group.id, To: m.to})
 	}
 	if err != nil {
-		n.log.Info("partition leadership move failed; leaving the partition alone for a while", "group", m.group.id,
-			"from", m.from, "to", m.to, "backoff", moveBackoff, "err", err)
+		n.log.Info("partition leadership move failed", "group", m.group.id, "from", m.from, "to", m.to, "err", err)
 		return err
 	}
 	n.log.Info("partition leadership moved", "group", m.group.id, "from", m.from, "to", m.to)

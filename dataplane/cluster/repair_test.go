@@ -316,7 +316,7 @@ func TestBalancerSkipsFailedMoves(t *testing.T) {
 	if len(moves) == 0 {
 		t.Fatalf("every partition on %s, and no move planned", home)
 	}
-	failed := map[uint16]time.Time{moves[0].group.id: time.Now()}
+	failed := map[uint16]bool{moves[0].group.id: true}
 	for _, m := range n.plan(nil, failed) {
 		if m.group.id == moves[0].group.id {
 			t.Fatalf("partition %d planned again after its move failed", m.group.id)
@@ -326,9 +326,22 @@ func TestBalancerSkipsFailedMoves(t *testing.T) {
 		t.Fatal("one partition's failed move stopped the others' moves")
 	}
 	for p := uint16(1); p <= testPartitions; p++ {
-		failed[p] = time.Now()
+		failed[p] = true
 	}
 	if m := n.plan(nil, failed); len(m) != 0 {
 		t.Fatalf("%d moves planned with every partition's move failed lately", len(m))
+	}
+}
+
+// TestMoveBackoff: two passes after a partition's first failed move,
+// twice as long after each next one, never more than moveBackoff.
+func TestMoveBackoff(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var b backoff
+	for i, want := range []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, moveBackoff, moveBackoff} {
+		b = b.failedAt(now, time.Second)
+		if b.wait != want || !b.until.Equal(now.Add(want)) {
+			t.Fatalf("failure %d: wait %v until %v, want %v", i+1, b.wait, b.until.Sub(now), want)
+		}
 	}
 }
