@@ -114,6 +114,12 @@ func (o *routeOut) addedLocked(q *acctQueue, n int, max int64) chan struct{} {
 	if q.pending <= acctStall(max) && !q.paused {
 		return nil
 	}
+	return q.stallChan()
+}
+
+// stallChan is the channel q's publishers wait on, made when the first
+// of them needs it; unstallLocked closes it and clears it.
+func (q *acctQueue) stallChan() chan struct{} {
 	if q.stall == nil {
 		q.stall = make(chan struct{})
 	}
@@ -137,9 +143,7 @@ func (o *routeOut) overShareLocked(account string, n int, max int64) (q *acctQue
 	}
 	first = !q.dropping
 	q.dropping = true
-	if q.stall == nil {
-		q.stall = make(chan struct{})
-	}
+	q.stallChan()
 	return q, first
 }
 
@@ -157,10 +161,9 @@ func (o *routeOut) pauseLocked(account string, on bool, max int64) {
 		return
 	}
 	q.paused = on
-	if on && q.stall == nil {
-		q.stall = make(chan struct{})
-	}
-	if !on {
+	if on {
+		q.stallChan()
+	} else {
 		o.unstallLocked(max)
 	}
 }
