@@ -162,6 +162,9 @@ func (rg replicaGroup) IsLeader() bool                      { return rg.g.IsLead
 func (rg replicaGroup) Leader() string                      { return rg.g.Leader() }
 func (rg replicaGroup) Barrier(timeout time.Duration) error { return rg.g.Barrier(timeout) }
 func (rg replicaGroup) TransferLeadership(to string) error  { return rg.g.TransferLeadership(to) }
+func (rg replicaGroup) ReadFence(timeout time.Duration) error {
+	return rg.g.ReadFence(timeout)
+}
 func (rg replicaGroup) Replicas() []jetstream.Replica {
 	var out []jetstream.Replica
 	for _, r := range rg.g.Replicas() {

@@ -50,6 +50,30 @@ func dirBytes(t testing.TB, dir string) (n int64, files int) {
 	return n, files
 }
 
+// dirKinds sums a directory's file sizes by kind (extension), largest
+// files named: what a data dir that stays too large holds.
+func dirKinds(t testing.TB, dir string) string {
+	t.Helper()
+	kinds := map[string]int64{}
+	var big []string
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		kinds[filepath.Ext(d.Name())] += info.Size()
+		if info.Size() >= 1<<20 {
+			rel, _ := filepath.Rel(dir, path)
+			big = append(big, fmt.Sprintf("%s %.1f MiB", rel, float64(info.Size())/(1<<20)))
+		}
+		return nil
+	})
+	return fmt.Sprintf("by kind %v; files of 1 MiB or more: %s", kinds, strings.Join(big, ", "))
+}
+
 func segFiles(t testing.TB, dir string) (n int64, files int) {
 	t.Helper()
 	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
@@ -136,10 +160,14 @@ func coldTierScenario(t *testing.T, start func(dir string) *node, bucketDir stri
 	// its log rotates and its compactions reclaim the removed messages
 	// in the background, so the bound is awaited, not checked at once.
 	var data int64
-	waitFor(t, within, "the data dir to hold at most 20 MiB", func() bool {
-		data, _ = dirBytes(t, n1.DataDir)
-		return data <= 20<<20
-	})
+	deadline := time.Now().Add(within)
+	for data, _ = dirBytes(t, n1.DataDir); data > 20<<20; data, _ = dirBytes(t, n1.DataDir) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the data dir holds %.1f MiB after %v, want at most 20 MiB: %s",
+				float64(data)/(1<<20), within, dirKinds(t, n1.DataDir))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	t.Logf("bucket %d MiB in %d objects, data dir %.1f MiB, jsz %+v", cold>>20, objects, float64(data)/(1<<20), *jz.Tier)
 	readAll := func(js jetstream.JetStream) {
 		t.Helper()

@@ -54,6 +54,8 @@ type Group struct {
 	changed atomic.Int64
 	// joins counts the join requests sent while in repair.
 	joins atomic.Uint64
+	// fence batches the leadership proofs reads wait for (ReadFence).
+	fence readFence
 
 	mu struct {
 		sync.Mutex

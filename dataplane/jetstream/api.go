@@ -193,7 +193,14 @@ func (a *jsAccount) serve(req apiRequest) {
 		a.metaServe(req, strings.TrimSuffix(op[:len(op)-len(name)], "."), name)
 		return
 	}
+	fence, fenced := a.readLeadership(op, name)
 	resp := r.serve(a, req, name)
+	if fenced && resp != nil && fence.ReadFence(readFenceTimeout) != nil {
+		// Read while this node believed it led, which it no longer
+		// provably does: its answer may be stale. The group's leader
+		// answers.
+		return
+	}
 	if req.asg != nil && replyCarries(resp, isNotAppended) {
 		// A committed meta entry's request that found its partition gone
 		// from this node: it will happen, and the partition's next leader

@@ -46,6 +46,10 @@ type ReplicaGroup interface {
 	// Barrier returns once every entry committed before it has been
 	// applied here; only a leader may call it.
 	Barrier(timeout time.Duration) error
+	// ReadFence returns nil once this node is shown to have led the
+	// group after the call began (see cluster.Group.ReadFence): an
+	// answer read from the leader's memory before it is current.
+	ReadFence(timeout time.Duration) error
 	// TransferLeadership hands leadership to node to ("" for any other).
 	TransferLeadership(to string) error
 	// Replicas reports the other members as the leader sees them.

@@ -109,6 +109,35 @@ func (a *jsAccount) clusterAdmit(subject, reply string) (answer, meta bool) {
 	return leaderless(0), false
 }
 
+// readFenceTimeout bounds a read's wait for its group's leadership to be
+// proved (ReadFence); past it the read goes unanswered here.
+const readFenceTimeout = 2 * time.Second
+
+// readLeadership names the group whose leadership makes this node the
+// one to answer op, when op is a read answered from this node's memory:
+// the partition of a replicated stream held here, or the meta group for
+// catalog reads and for the meta leader's "not found". Such an answer is
+// sent only once ReadFence proves the leadership outlived the read: a
+// deposed leader that has not yet heard of its successor (paused,
+// starved, cut off) would otherwise answer from state the new leader has
+// moved past, as an ack floor below acks already confirmed. Direct gets
+// are left out: as on nats-server, they read whatever replica answers.
+func (a *jsAccount) readLeadership(op, name string) (ReplicaGroup, bool) {
+	c := a.e.cl
+	if c == nil || c.r == nil || !apiReadOnly(op) || strings.HasPrefix(op, "DIRECT.GET.") {
+		return nil, false
+	}
+	if stream, _, _ := strings.Cut(name, "."); stream != "" {
+		if s := a.lookup(stream); s != nil {
+			if g := groupOf(s.id); g != 0 {
+				return c.r.Group(g), true
+			}
+			return nil, false // an R1 stream: its one copy is here
+		}
+	}
+	return c.r.Group(0), true
+}
+
 // replyLeaderless answers 10008 in r's reply shape after errRespDelay.
 func (a *jsAccount) replyLeaderless(reply string, r apiRoute) {
 	if reply == "" {

@@ -212,8 +212,16 @@ func TestClusterLostStreamNotDenied(t *testing.T) {
 	if info.Error != nil {
 		t.Fatalf("stream info through the cluster: %v", info.Error)
 	}
-	// A stream the catalog does not hold is still "not found".
-	a.serve(apiRequest{a: a, subject: "$JS.API.STREAM.INFO.NONE", reply: "_INBOX.lost"})
+	// A stream the catalog does not hold is still "not found", from the
+	// meta leader, which alone is admitted to say it (and proves its
+	// leadership first).
+	var ma *jsAccount
+	for _, nd := range nodes {
+		if nd.e.cl.metaLeader() {
+			ma = nd.e.account("A")
+		}
+	}
+	ma.serve(apiRequest{a: ma, subject: "$JS.API.STREAM.INFO.NONE", reply: "_INBOX.lost"})
 	if n := answers.Load(); n != 1 {
 		t.Fatalf("a stream nobody has: %d answers, want 1", n)
 	}

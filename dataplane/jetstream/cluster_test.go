@@ -128,6 +128,9 @@ func (g testGroup) Leader() string {
 	return string(id)
 }
 func (g testGroup) Barrier(timeout time.Duration) error { return g.r.Barrier(timeout).Error() }
+func (g testGroup) ReadFence(timeout time.Duration) error {
+	return g.r.Barrier(timeout).Error()
+}
 func (g testGroup) TransferLeadership(to string) error {
 	if to == "" {
 		return g.r.LeadershipTransfer().Error()
