@@ -259,15 +259,21 @@ func (a *ackWatch) check(cons jetstream.Consumer) {
 	if err != nil {
 		return
 	}
-	a.observe(info.AckFloor.Stream, want)
+	a.observe(info, want)
 }
 
-func (a *ackWatch) observe(got, want uint64) {
+func (a *ackWatch) observe(info *jetstream.ConsumerInfo, want uint64) {
+	got := info.AckFloor.Stream
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
 	case got < want:
-		a.log.violation("consumer %s: ack floor %d, but every ack up to %d was confirmed", faultConsumer, got, want)
+		leader := ""
+		if info.Cluster != nil {
+			leader = info.Cluster.Leader
+		}
+		a.log.violation("consumer %s: ack floor %d, but every ack up to %d was confirmed (info from leader %q: delivered %d, %d ack pending, %d redelivered)",
+			faultConsumer, got, want, leader, info.Delivered.Stream, info.NumAckPending, info.NumRedelivered)
 	case got < a.seen:
 		a.backs++
 	}

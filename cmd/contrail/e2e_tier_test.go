@@ -168,7 +168,8 @@ func coldTierScenario(t *testing.T, start func(dir string) *node, bucketDir stri
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Logf("bucket %d MiB in %d objects, data dir %.1f MiB, jsz %+v", cold>>20, objects, float64(data)/(1<<20), *jz.Tier)
+	t.Logf("bucket %d MiB in %d objects, data dir %.1f MiB (%s), jsz %+v", cold>>20, objects, float64(data)/(1<<20),
+		dirKinds(t, n1.DataDir), *jz.Tier)
 	readAll := func(js jetstream.JetStream) {
 		t.Helper()
 		s, err := js.Stream(ctx, "T")

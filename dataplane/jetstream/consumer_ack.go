@@ -35,6 +35,12 @@ func (c *consumer) onAck(subj, reply, _, msg []byte) {
 	var one [1]uint64
 	var removable []uint64
 	switch string(verb) {
+	case "", "+ACK", "+TERM":
+		if c.unknownDelivery(sseq) {
+			return // unanswered: see unknownDelivery
+		}
+	}
+	switch string(verb) {
 	case "", "+ACK":
 		removable = c.ack(sseq, one[:0])
 	case "-NAK":
@@ -47,7 +53,9 @@ func (c *consumer) onAck(subj, reply, _, msg []byte) {
 		removable = c.term(sseq)
 		c.msgAdvisory("MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated", toks, string(arg))
 	case "+NXT":
-		removable = c.ack(sseq, one[:0])
+		if !c.unknownDelivery(sseq) {
+			removable = c.ack(sseq, one[:0])
+		}
 		if len(reply) > 0 {
 			c.pull(string(reply), arg)
 			reply = nil
@@ -83,6 +91,19 @@ func (c *consumer) onAck(subj, reply, _, msg []byte) {
 		answer()
 	}
 	c.wake()
+}
+
+// unknownDelivery reports whether sseq is at or past the next stream
+// sequence this consumer would deliver: its ack answers a delivery this
+// node never made, one an earlier leader of the partition made and never
+// wrote (deliveries are written lazily; only acks wait to be durable).
+// Such an ack is ignored and left unanswered, as nats-server leaves it:
+// acting on it would move the consumer past messages it never delivered,
+// and answering it would confirm an ack nothing records, which the client
+// would take as final while the message is redelivered. The client's
+// double ack times out and it acks again once the message comes back.
+func (c *consumer) unknownDelivery(sseq uint64) bool {
+	return sseq >= c.sseqA.Load()
 }
 
 // ackToks are an ack subject's tokens after the consumer's prefix:
