@@ -513,6 +513,9 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 		// flushes: memtables sized to the local budget keep the data
 		// directory near it (below 4 MiB, flushes would stall writes).
 		so.MemTableSize = uint64(min(max(t.LocalBytes, 4<<20), store.DefaultMemTableSize))
+		// Old WALs kept for reuse would hold up to three memtables' worth
+		// of nothing: more than a small budget.
+		so.NoWALRecycling = true
 	}
 	file, err := store.Open(so)
 	if err != nil {

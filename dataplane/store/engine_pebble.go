@@ -29,6 +29,12 @@ type Options struct {
 	// Logger receives Pebble's messages (info at Debug, errors at Error).
 	// Default: discarded.
 	Logger *slog.Logger
+	// NoWALRecycling deletes each WAL file once its memtable is flushed.
+	// By default Pebble keeps up to three old WALs, at whatever size they
+	// grew to, for reuse: up to three memtables' worth of disk that holds
+	// nothing, which a store held to a small budget (tiering) cannot
+	// spare. New WALs grow by walFS's fill chunks instead.
+	NoWALRecycling bool
 }
 
 // DefaultMemTableSize is a store's memtable size unless its Options say
@@ -171,6 +177,9 @@ func Open(opts Options) (*Store, error) {
 		Logger:             pebbleLogger{log: opts.Logger, e: e},
 		EventListener:      stallListener(opts.Logger),
 	}
+	if opts.NoWALRecycling {
+		po.Cleaner = noRecycleCleaner{}
+	}
 	err := e.guard(func() (err error) {
 		e.db, err = pebble.Open(opts.Dir, po)
 		return err
@@ -184,6 +193,21 @@ func Open(opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// noRecycleCleaner deletes obsolete files, as pebble.DeleteCleaner, and
+// turns off WAL recycling: Pebble recycles no WAL for a cleaner that
+// says it needs the files' contents (pebble.ArchiveCleaner says so
+// through an unexported method), and that is the only switch it offers.
+// The embedded ArchiveCleaner is one level deeper than DeleteCleaner,
+// so its marker method is promoted while DeleteCleaner's Clean and
+// String win: files are deleted, never archived.
+type noRecycleCleaner struct {
+	pebble.DeleteCleaner
+	archiveMarker
+}
+
+// archiveMarker carries pebble.ArchiveCleaner's marker method.
+type archiveMarker struct{ pebble.ArchiveCleaner }
 
 // Reads run under guard as writes do: Pebble reports corruption it meets
 // on a read (a block failing its checksum) through Fatalf, whose panic

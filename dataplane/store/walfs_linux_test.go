@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 	"testing"
 )
 
@@ -53,6 +54,64 @@ func TestWALOnDiskHasNoReservedExtents(t *testing.T) {
 	for seq := uint64(1); seq <= 500; seq++ {
 		if _, err := s2.LoadMsg(1, seq); err != nil {
 			t.Fatalf("message %d lost: %v", seq, err)
+		}
+	}
+}
+
+// TestNoWALRecycling: a store told not to recycle WALs keeps only the
+// live one once its memtables are flushed; by default Pebble keeps old
+// WALs for reuse, at the size they grew to.
+func TestNoWALRecycling(t *testing.T) {
+	walBytes := func(dir string) (n int64, files int) {
+		wals, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+		for _, w := range wals {
+			if fi, err := os.Stat(w); err == nil {
+				n += fi.Size()
+				files++
+			}
+		}
+		return n, files
+	}
+	const memtable = 1 << 20
+	for _, noRecycle := range []bool{false, true} {
+		dir := t.TempDir()
+		s, err := Open(Options{Dir: dir, MemTableSize: memtable, NoWALRecycling: noRecycle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := strings.Repeat("d", 4<<10)
+		b := s.NewBatch()
+		for seq := uint64(1); seq <= 2048; seq++ { // 8 MiB: several WALs
+			b.Reset()
+			b.PutMsg(1, msg(seq, "s", body))
+			if err := b.Commit(false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.Close()
+		// A compaction flushes the memtable: every earlier WAL is obsolete.
+		if err := s.CompactMsgs(1, 1, 2048); err != nil {
+			t.Fatal(err)
+		}
+		n, files := walBytes(dir)
+		if noRecycle {
+			// Obsolete files are deleted in the background.
+			deadline := time.Now().Add(10 * time.Second)
+			for ; files > 1 && time.Now().Before(deadline); n, files = walBytes(dir) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if files > 1 || n > 2*memtable {
+				t.Errorf("without recycling: %d WAL files, %d bytes, want only the live one", files, n)
+			}
+		}
+		t.Logf("recycling off %v: %d WAL files, %d bytes", noRecycle, files, n)
+		for seq := uint64(1); seq <= 2048; seq += 511 {
+			if _, err := s.LoadMsg(1, seq); err != nil {
+				t.Fatalf("message %d: %v", seq, err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
