@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 )
 
 // TestWALOnDiskHasNoReservedExtents checks, on the OS's filesystem, that
