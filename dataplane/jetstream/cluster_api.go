@@ -121,7 +121,8 @@ const readFenceTimeout = 2 * time.Second
 // deposed leader that has not yet heard of its successor (paused,
 // starved, cut off) would otherwise answer from state the new leader has
 // moved past, as an ack floor below acks already confirmed. Direct gets
-// are left out: as on nats-server, they read whatever replica answers.
+// are left out: nats-server does not promise them current either (any
+// replica may answer one there), and they are the KV read path.
 func (a *jsAccount) readLeadership(op, name string) (ReplicaGroup, bool) {
 	c := a.e.cl
 	if c == nil || c.r == nil || !apiReadOnly(op) || strings.HasPrefix(op, "DIRECT.GET.") {
