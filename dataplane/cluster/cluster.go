@@ -46,6 +46,9 @@ var (
 	// ErrNotCurrent is the answer to a balancing move towards a member
 	// the group's leader does not see as a current voter.
 	ErrNotCurrent = errors.New("cluster: transfer target is not a current voter of the group")
+	// ErrFenceTimeout is a read fence that was not proved in time: the
+	// group commits nothing meanwhile, or too slowly.
+	ErrFenceTimeout = errors.New("cluster: read fence timed out")
 )
 
 // OpenFunc returns a group's FSM and stores. The stores keep the group's

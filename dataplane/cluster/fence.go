@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"sync"
 	"time"
 )
@@ -26,6 +27,10 @@ type readFence struct {
 // A heartbeat round (raft's VerifyLeader) would be cheaper but is not
 // enough: raft counts a response to a heartbeat or append sent before
 // the call, which may come from before the pause.
+//
+// The wait is bounded by timeout whatever the round does: raft bounds
+// only a barrier's enqueueing, and a caller (an API worker) must never
+// wait on a group that cannot commit.
 func (g *Group) ReadFence(timeout time.Duration) error {
 	ch := make(chan error, 1)
 	f := &g.fence
@@ -36,12 +41,20 @@ func (g *Group) ReadFence(timeout time.Duration) error {
 		go g.fenceRounds(timeout)
 	}
 	f.mu.Unlock()
-	return <-ch
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-ch:
+		return err
+	case <-t.C:
+		return fmt.Errorf("group %d: %w after %v", g.id, ErrFenceTimeout, timeout)
+	}
 }
 
 // fenceRounds runs barrier rounds until no caller waits. Invariant: a
 // round's barrier is proposed after every caller it answers had joined
-// (they are taken from waiting before the barrier starts).
+// (they are taken from waiting before the barrier starts). A caller that
+// gave up is answered into its buffered channel all the same.
 func (g *Group) fenceRounds(timeout time.Duration) {
 	f := &g.fence
 	for {
@@ -54,7 +67,11 @@ func (g *Group) fenceRounds(timeout time.Duration) {
 			return
 		}
 		f.mu.Unlock()
+		began := time.Now()
 		err := g.Barrier(timeout)
+		if took := time.Since(began); took > timeout {
+			g.log.Warn("read fence round outlived its callers", "took", took, "err", err)
+		}
 		for _, ch := range batch {
 			ch <- err
 		}
