@@ -195,12 +195,6 @@ func (a *jsAccount) serve(req apiRequest) {
 	}
 	fence, fenced := a.readLeadership(op, name)
 	resp := r.serve(a, req, name)
-	if fenced && resp != nil && fence.ReadFence(readFenceTimeout) != nil {
-		// Read while this node believed it led, which it no longer
-		// provably does: its answer may be stale. The group's leader
-		// answers.
-		return
-	}
 	if req.asg != nil && replyCarries(resp, isNotAppended) {
 		// A committed meta entry's request that found its partition gone
 		// from this node: it will happen, and the partition's next leader
@@ -215,7 +209,21 @@ func (a *jsAccount) serve(req apiRequest) {
 		// would be a lie.
 		return
 	}
-	if resp != nil {
+	switch {
+	case resp == nil:
+	case fenced:
+		// Sent once the fence holds, off this worker: the account's API
+		// slots are few (one on two cores), and a read must not hold one
+		// for a round trip of its group, or for a group that commits
+		// nothing. A read that fails the fence was made while this node
+		// believed it led, which it no longer provably does: its answer
+		// may be stale, and the group's leader answers instead.
+		go func() {
+			if fence.ReadFence(readFenceTimeout) == nil {
+				a.reply(req.reply, resp)
+			}
+		}()
+	default:
 		a.reply(req.reply, resp)
 	}
 }
