@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -41,6 +42,11 @@ func (g *Group) ReadFence(timeout time.Duration) error {
 		go g.fenceRounds(timeout)
 	}
 	f.mu.Unlock()
+	return g.fenceAnswer(ch, timeout)
+}
+
+// fenceAnswer is what ch says within timeout, else ErrFenceTimeout.
+func (g *Group) fenceAnswer(ch <-chan error, timeout time.Duration) error {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
@@ -54,7 +60,9 @@ func (g *Group) ReadFence(timeout time.Duration) error {
 // fenceRounds runs barrier rounds until no caller waits. Invariant: a
 // round's barrier is proposed after every caller it answers had joined
 // (they are taken from waiting before the barrier starts). A caller that
-// gave up is answered into its buffered channel all the same.
+// gave up is answered into its buffered channel all the same. Each round
+// ends within timeout (barrierWithin), so a barrier raft never answers
+// cannot hold the rounds, and the callers joining behind it, forever.
 func (g *Group) fenceRounds(timeout time.Duration) {
 	f := &g.fence
 	for {
@@ -67,13 +75,24 @@ func (g *Group) fenceRounds(timeout time.Duration) {
 			return
 		}
 		f.mu.Unlock()
-		began := time.Now()
-		err := g.Barrier(timeout)
-		if took := time.Since(began); took > timeout {
-			g.log.Warn("read fence round outlived its callers", "took", took, "err", err)
-		}
+		err := g.barrierWithin(timeout)
 		for _, ch := range batch {
 			ch <- err
 		}
 	}
+}
+
+// barrierWithin is Barrier bounded by timeout: raft bounds only a
+// barrier's enqueueing. A barrier still pending at the timeout is left
+// to end on its own goroutine (raft answers it once it commits, or when
+// the leadership or the instance ends) and logged: the group is not
+// committing.
+func (g *Group) barrierWithin(timeout time.Duration) error {
+	ch := make(chan error, 1)
+	go func() { ch <- g.Barrier(timeout) }()
+	err := g.fenceAnswer(ch, timeout)
+	if errors.Is(err, ErrFenceTimeout) {
+		g.log.Warn("read fence: barrier not answered in time", "timeout", timeout)
+	}
+	return err
 }
