@@ -50,6 +50,9 @@ type jsAccount struct {
 	// lane is the account's queue in the engine's API scheduler, guarded
 	// by the scheduler.
 	lane apiLane
+	// fencing counts the account's replies waiting for their read fence
+	// off the API workers (serve); bounded by maxFencingReplies.
+	fencing atomic.Int32
 }
 
 // EnableAccount turns JetStream on for acc with no limits (open mode): its

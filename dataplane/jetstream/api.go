@@ -212,16 +212,28 @@ func (a *jsAccount) serve(req apiRequest) {
 	switch {
 	case resp == nil:
 	case fenced:
-		// Sent once the fence holds, off this worker: the account's API
-		// slots are few (one on two cores), and a read must not hold one
-		// for a round trip of its group, or for a group that commits
-		// nothing. A read that fails the fence was made while this node
-		// believed it led, which it no longer provably does: its answer
-		// may be stale, and the group's leader answers instead.
-		go func() {
+		// Sent once the fence holds. A read that fails it was made while
+		// this node believed it led, which it no longer provably does:
+		// its answer may be stale, and the group's leader answers
+		// instead. The wait is off this worker (the account's API slots
+		// are few, one on two cores, and a read must not hold one for a
+		// round trip of its group, or for a group that commits nothing),
+		// up to maxFencingReplies of the account's at once; past that it
+		// is on the worker, so an account flooding reads while its group
+		// cannot commit slows its own lane, not the node's memory.
+		fenceThenReply := func() {
 			if fence.ReadFence(readFenceTimeout) == nil {
 				a.reply(req.reply, resp)
 			}
+		}
+		if a.fencing.Add(1) > maxFencingReplies {
+			a.fencing.Add(-1)
+			fenceThenReply()
+			return
+		}
+		go func() {
+			defer a.fencing.Add(-1)
+			fenceThenReply()
 		}()
 	default:
 		a.reply(req.reply, resp)

@@ -113,6 +113,11 @@ func (a *jsAccount) clusterAdmit(subject, reply string) (answer, meta bool) {
 // proved (ReadFence); past it the read goes unanswered here.
 const readFenceTimeout = 2 * time.Second
 
+// maxFencingReplies bounds an account's replies waiting for their read
+// fence off the API workers (serve): at a round trip per fence round a
+// few suffice; only a group that cannot commit fills them.
+const maxFencingReplies = 256
+
 // readLeadership names the group whose leadership makes this node the
 // one to answer op, when op is a read answered from this node's memory:
 // the partition of a replicated stream held here, or the meta group for

@@ -266,3 +266,27 @@ func TestClusterPublishAfterLeadershipMovedIsRetried(t *testing.T) {
 		t.Fatal("publish to the released stream not answered")
 	}
 }
+
+// TestClusterFencedRepliesBounded: a read's reply waits for its fence off
+// the API worker, up to maxFencingReplies per account; past that the
+// worker waits, so the reply is sent by the time serve returns.
+func TestClusterFencedRepliesBounded(t *testing.T) {
+	acc := newFakeAccount("A")
+	nodes := startTestCluster(t, 3, 1, acc)
+	waitClusterReady(t, nodes)
+	createClustered(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3})
+	asg := waitAssigned(t, nodes, "A", "S")
+	a := leaderOf(nodes, asg.group()).e.account("A")
+	var answers atomic.Int64
+	unsub, _ := acc.SubscribeInternal("_INBOX.fenced", func(_, _, _, _ []byte) { answers.Add(1) })
+	defer unsub()
+	a.fencing.Store(maxFencingReplies)
+	a.serve(apiRequest{a: a, subject: "$JS.API.STREAM.INFO.S", reply: "_INBOX.fenced"})
+	if n := answers.Load(); n != 1 {
+		t.Fatalf("with %d replies fencing, a read was answered %d times when serve returned, want 1 (fenced on the worker)", maxFencingReplies, n)
+	}
+	a.fencing.Store(0)
+	a.serve(apiRequest{a: a, subject: "$JS.API.STREAM.INFO.S", reply: "_INBOX.fenced"})
+	waitForCond(t, "the read fenced off the worker answered", func() bool { return answers.Load() == 2 })
+	waitForCond(t, "no reply left fencing", func() bool { return a.fencing.Load() == 0 })
+}
