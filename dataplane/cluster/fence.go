@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // readFence proves a group's leadership to reads: see ReadFence. Calls
@@ -14,20 +17,40 @@ type readFence struct {
 	mu      sync.Mutex
 	waiting []chan error // guarded by mu: callers the next round answers
 	running bool         // guarded by mu: a goroutine runs rounds
+	// term is the term in which a barrier round last passed here: from
+	// then on this node's state holds every entry committed before its
+	// leadership, and rounds in that term probe instead (see ReadFence).
+	term atomic.Uint64
+	// barriers and probes count the rounds of each kind that passed.
+	barriers, probes atomic.Uint64
 }
 
 // ReadFence returns nil once this node is shown to have led the group at
-// some moment after the call began: a barrier entry appended after the
-// call was committed by a quorum in this node's term. A read of the
-// leader's state made before the call is then as current as a read at
-// that moment (linearizable): no other leader can have committed
-// anything before it. A leader that was stopped (paused, starved) while
-// another was elected still believes it leads until raft hears of the
-// new term; its reads fail here instead of answering from stale state.
+// some moment after the call began. A read of the leader's state made
+// before the call is then as current as a read at that moment
+// (linearizable): no other leader can have committed anything before it.
+// A leader that was stopped (paused, starved) while another was elected
+// still believes it leads until raft hears of the new term; its reads
+// fail here instead of answering from stale state.
 //
-// A heartbeat round (raft's VerifyLeader) would be cheaper but is not
-// enough: raft counts a response to a heartbeat or append sent before
-// the call, which may come from before the pause.
+// A round proves it one of two ways:
+//
+//   - The first round of a leadership appends a barrier entry and waits
+//     for a quorum to commit it in this node's term. Once it is applied,
+//     so is every entry committed before the leadership (raft applies a
+//     new leader's inherited entries only once it commits one of its own).
+//   - Later rounds of the same term probe: a heartbeat at this term, sent
+//     to every other voter after the round began, and answered as
+//     accepted by enough of them to make a quorum with this node, which
+//     still leads in that term afterwards. A node accepts a heartbeat only
+//     while its term is at most the heartbeat's, so a quorum held no
+//     higher term when it answered, and no later leader had been elected
+//     (a vote raises the voter's term). This costs a round trip, not a
+//     log entry and two fsyncs.
+//
+// raft's VerifyLeader is not enough: it counts a response to a heartbeat
+// or append sent before the call, which may come from before the pause,
+// and the transport answers some heartbeats itself (heartbeatThin).
 //
 // The wait is bounded by timeout whatever the round does: raft bounds
 // only a barrier's enqueueing, and a caller (an API worker) must never
@@ -57,12 +80,13 @@ func (g *Group) fenceAnswer(ch <-chan error, timeout time.Duration) error {
 	}
 }
 
-// fenceRounds runs barrier rounds until no caller waits. Invariant: a
-// round's barrier is proposed after every caller it answers had joined
-// (they are taken from waiting before the barrier starts). A caller that
+// fenceRounds runs rounds until no caller waits. Invariant: a round's
+// barrier or probe is sent after every caller it answers had joined
+// (they are taken from waiting before the round starts). A caller that
 // gave up is answered into its buffered channel all the same. Each round
-// ends within timeout (barrierWithin), so a barrier raft never answers
-// cannot hold the rounds, and the callers joining behind it, forever.
+// ends within timeout, so a barrier raft never answers or a probe no
+// follower answers cannot hold the rounds, and the callers joining behind
+// them, forever.
 func (g *Group) fenceRounds(timeout time.Duration) {
 	f := &g.fence
 	for {
@@ -75,7 +99,7 @@ func (g *Group) fenceRounds(timeout time.Duration) {
 			return
 		}
 		f.mu.Unlock()
-		err := g.barrierWithin(timeout)
+		err := g.fenceRound(timeout)
 		for _, ch := range batch {
 			ch <- err
 		}
@@ -95,4 +119,85 @@ func (g *Group) barrierWithin(timeout time.Duration) error {
 		g.log.Warn("read fence: barrier not answered in time", "timeout", timeout)
 	}
 	return err
+}
+
+// fenceRound proves the leadership once, by barrier or by probe (see
+// ReadFence).
+func (g *Group) fenceRound(timeout time.Duration) error {
+	r := g.raft()
+	if r == nil {
+		return ErrNotStarted
+	}
+	term := r.CurrentTerm()
+	if r.State() != raft.Leader {
+		return fmt.Errorf("group %d: read fence: %w", g.id, ErrNotLeader)
+	}
+	f := &g.fence
+	if f.term.Load() != term {
+		if err := g.barrierWithin(timeout); err != nil {
+			return err
+		}
+		// The barrier committed in the term it was appended in; record
+		// it only if that is still the term read before it.
+		if r.CurrentTerm() == term {
+			f.term.Store(term)
+		}
+		f.barriers.Add(1)
+		return nil
+	}
+	if err := g.probe(r, term, timeout); err != nil {
+		return err
+	}
+	f.probes.Add(1)
+	return nil
+}
+
+// probe sends a heartbeat of term to every other voter and returns nil
+// once enough of them accepted it to make a quorum with this node, and
+// this node still leads in term. A voter that answers with a higher term
+// or not at all counts against; the wait ends within timeout.
+func (g *Group) probe(r *raft.Raft, term uint64, timeout time.Duration) error {
+	self := g.selfID()
+	var others []raft.Server
+	voter := false
+	for _, s := range r.GetConfiguration().Configuration().Servers {
+		switch {
+		case s.Suffrage != raft.Voter:
+		case s.ID == self:
+			voter = true
+		default:
+			others = append(others, s)
+		}
+	}
+	if !voter {
+		// A leader being removed leads without a vote of its own: the
+		// quorum arithmetic below does not hold for it.
+		return g.barrierWithin(timeout)
+	}
+	need := (len(others) + 1) / 2 // a quorum of the voters (half of them, plus one), less this node
+	answers := make(chan bool, len(others))
+	t := g.trans()
+	for _, s := range others {
+		go func() { answers <- t.probe(s.ID, s.Address, self, term) }()
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for accepted, refused := 0, 0; accepted < need; {
+		select {
+		case ok := <-answers:
+			if ok {
+				accepted++
+				continue
+			}
+			if refused++; len(others)-refused < need {
+				return fmt.Errorf("group %d: read fence: %w (a quorum did not accept term %d)", g.id, ErrNotLeader, term)
+			}
+		case <-timer.C:
+			return fmt.Errorf("group %d: %w after %v (probe of term %d)", g.id, ErrFenceTimeout, timeout, term)
+		}
+	}
+	if r.State() != raft.Leader || r.CurrentTerm() != term {
+		return fmt.Errorf("group %d: read fence: %w (left term %d during the probe)", g.id, ErrNotLeader, term)
+	}
+	return nil
 }

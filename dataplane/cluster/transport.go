@@ -181,6 +181,25 @@ func (t *transport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, 
 	return t.NetworkTransport.RequestPreVote(id, target, args, resp)
 }
 
+// probe sends the follower a heartbeat of term from self, as this
+// term's leader sends them, and reports whether it was accepted at that
+// term. It always goes out (no thinning: the answer must postdate the
+// call) on a connection of its own use, so the answer is to this
+// request.
+func (t *transport) probe(id raft.ServerID, target raft.ServerAddress, self raft.ServerID, term uint64) bool {
+	addr := t.EncodePeer(self, t.LocalAddr())
+	req := raft.AppendEntriesRequest{
+		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: addr},
+		Term:      term,
+	}
+	var resp raft.AppendEntriesResponse
+	if err := t.NetworkTransport.AppendEntries(id, target, &req, &resp); err != nil {
+		return false
+	}
+	t.progress.record(id, &req, &resp)
+	return resp.Success && resp.Term == term
+}
+
 // AppendEntries sends args to the follower, except a heartbeat to a
 // follower that answered this term's leader within heartbeatThin: that
 // one is answered here, as the follower would.
