@@ -17,12 +17,20 @@ type readFence struct {
 	mu      sync.Mutex
 	waiting []chan error // guarded by mu: callers the next round answers
 	running bool         // guarded by mu: a goroutine runs rounds
-	// term is the term in which a barrier round last passed here: from
-	// then on this node's state holds every entry committed before its
-	// leadership, and rounds in that term probe instead (see ReadFence).
-	term atomic.Uint64
+	// passed is the raft instance and term in which a barrier round last
+	// passed here: from then on this node's state holds every entry
+	// committed before its leadership, and that instance's rounds in that
+	// term probe instead (see ReadFence). The instance is part of it
+	// because a repair starts a new one, with a term of its own.
+	passed atomic.Pointer[fencedTerm]
 	// barriers and probes count the rounds of each kind that passed.
 	barriers, probes atomic.Uint64
+}
+
+// fencedTerm is a raft instance's term in which a barrier round passed.
+type fencedTerm struct {
+	r    *raft.Raft
+	term uint64
 }
 
 // ReadFence returns nil once this node is shown to have led the group at
@@ -133,14 +141,14 @@ func (g *Group) fenceRound(timeout time.Duration) error {
 		return fmt.Errorf("group %d: read fence: %w", g.id, ErrNotLeader)
 	}
 	f := &g.fence
-	if f.term.Load() != term {
+	if p := f.passed.Load(); p == nil || p.r != r || p.term != term {
 		if err := g.barrierWithin(timeout); err != nil {
 			return err
 		}
 		// The barrier committed in the term it was appended in; record
 		// it only if that is still the term read before it.
 		if r.CurrentTerm() == term {
-			f.term.Store(term)
+			f.passed.Store(&fencedTerm{r: r, term: term})
 		}
 		f.barriers.Add(1)
 		return nil
