@@ -31,6 +31,8 @@ const (
 	clusterReadyWait  = 60 * time.Second
 	clusterOpTimeout  = 30 * time.Second
 	failoverAttempt   = 500 * time.Millisecond // one publish attempt across the failover
+	infoRequests      = 1000                   // consumer infos per round
+	infoWarmup        = 50                     // consumer infos before a round's are timed
 	failoverGiveUp    = 30 * time.Second
 	idleWorkers       = 16
 	idleSettle        = 10 * time.Second // after creating, before measuring
@@ -206,9 +208,10 @@ func (m *clusterMetric) median(side string) float64 {
 	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
 }
 
-func rateFormat(v float64) string { return commas(int64(math.Round(v))) }
-func msFormat(v float64) string   { return strconv.FormatFloat(v, 'f', 0, 64) }
-func oneDecimal(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+func rateFormat(v float64) string  { return commas(int64(math.Round(v))) }
+func msFormat(v float64) string    { return strconv.FormatFloat(v, 'f', 0, 64) }
+func oneDecimal(v float64) string  { return strconv.FormatFloat(v, 'f', 1, 64) }
+func twoDecimals(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 // clusterWorkloads are the natscli workloads on an R3 file stream.
 var clusterWorkloads = []Workload{
@@ -370,6 +373,28 @@ func clusterBenchmark(ctx context.Context, cfg config) error {
 	}
 
 	{
+		rate := newClusterMetric("R3 consumer info, serial", "requests/s", false, rateFormat)
+		p50 := newClusterMetric("", "p50 ms", true, twoDecimals)
+		metrics = append(metrics, rate, p50)
+		fmt.Printf("\n%s: %d infos of one durable in a row, from a client on a follower (x %d rounds)\n", rate.workload, infoRequests, cfg.rounds)
+		for round := range cfg.rounds {
+			for _, side := range sidesFor(round, order) {
+				if rate.errs[side] != nil {
+					continue
+				}
+				res, err := measureInfo(ctx, clusters[side], infoRequests)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				record(rate, side, round, res.rate, err, "requests/s")
+				if err == nil {
+					record(p50, side, round, float64(res.p50.Microseconds())/1000, nil, "ms p50")
+				}
+			}
+		}
+	}
+
+	{
 		m := newClusterMetric("failover (kill -9 the R3 leader)", "ms to the first ack", true, msFormat)
 		metrics = append(metrics, m)
 		fmt.Printf("\n%s: a publisher on a follower publishes with retries; time from the kill to the first acknowledged publish sent after it (x %d rounds)\n", m.workload, cfg.rounds)
@@ -500,32 +525,15 @@ func measureFailover(ctx context.Context, cs *clusterSide) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	cfg := jetstream.StreamConfig{Name: name, Subjects: []string{subj}, Storage: jetstream.FileStorage, Replicas: 3}
-	info, err := untilOK(ctx, func(octx context.Context) (*jetstream.StreamInfo, error) {
-		s, err := js.CreateOrUpdateStream(octx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		info, err := s.Info(octx)
-		if err == nil && (info.Cluster == nil || info.Cluster.Leader == "") {
-			err = errors.New("no leader yet")
-		}
-		return info, err
-	})
+	leader, err := r3Stream(ctx, cs, js, name, subj)
 	if err != nil {
-		return 0, fmt.Errorf("stream %s with a leader: %w", name, err)
+		return 0, err
 	}
-	leader := -1
 	var urls []string
 	for i := range cs.nodes {
-		if fmt.Sprintf("n%d", i+1) == info.Cluster.Leader {
-			leader = i
-		} else {
+		if i != leader {
 			urls = append(urls, cs.nodes[i].url)
 		}
-	}
-	if leader < 0 {
-		return 0, fmt.Errorf("leader %q is not one of n1..n%d", info.Cluster.Leader, len(cs.nodes))
 	}
 	urls = append(urls, cs.nodes[leader].url)
 	pc, err := nats.Connect(strings.Join(urls, ","), nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
@@ -631,6 +639,98 @@ func measureFailover(ctx context.Context, cs *clusterSide) (time.Duration, error
 		fmt.Printf("  warning: %s: n%d did not catch up: %v\n", cs.name, leader+1, err)
 	}
 	return d, nil
+}
+
+// r3Stream creates (or finds) an R3 file stream on subj and returns the
+// index of the node leading it, once it has a leader.
+func r3Stream(ctx context.Context, cs *clusterSide, js jetstream.JetStream, name, subj string) (int, error) {
+	cfg := jetstream.StreamConfig{Name: name, Subjects: []string{subj}, Storage: jetstream.FileStorage, Replicas: 3}
+	info, err := untilOK(ctx, func(octx context.Context) (*jetstream.StreamInfo, error) {
+		s, err := js.CreateOrUpdateStream(octx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		info, err := s.Info(octx)
+		if err == nil && (info.Cluster == nil || info.Cluster.Leader == "") {
+			err = errors.New("no leader yet")
+		}
+		return info, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("stream %s with a leader: %w", name, err)
+	}
+	for i := range cs.nodes {
+		if fmt.Sprintf("n%d", i+1) == info.Cluster.Leader {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("leader %q is not one of n1..n%d", info.Cluster.Leader, len(cs.nodes))
+}
+
+// infoResult is one round of serial consumer infos.
+type infoResult struct {
+	rate float64       // requests answered per second
+	p50  time.Duration // one request's round trip
+}
+
+// measureInfo asks for a durable consumer's info n times in a row from a
+// client connected to a follower of its R3 stream, as `nats consumer
+// info` does: each request goes to the consumer's leader and back, and
+// on Contrail waits for its read fence. A stock client's view of the
+// API's latency, which no nats bench workload measures.
+func measureInfo(ctx context.Context, cs *clusterSide, n int) (infoResult, error) {
+	const name, subj, durable = "infos", "infos.x", "C"
+	nc, err := nats.Connect(cs.all.url, nats.Timeout(5*time.Second))
+	if err != nil {
+		return infoResult{}, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return infoResult{}, err
+	}
+	leader, err := r3Stream(ctx, cs, js, name, subj)
+	if err != nil {
+		return infoResult{}, err
+	}
+	fc, err := nats.Connect(cs.nodes[(leader+1)%len(cs.nodes)].url, nats.Timeout(5*time.Second))
+	if err != nil {
+		return infoResult{}, err
+	}
+	defer fc.Close()
+	fjs, err := jetstream.New(fc)
+	if err != nil {
+		return infoResult{}, err
+	}
+	cons, err := untilOK(ctx, func(octx context.Context) (jetstream.Consumer, error) {
+		return fjs.CreateOrUpdateConsumer(octx, name, jetstream.ConsumerConfig{Durable: durable, AckPolicy: jetstream.AckExplicitPolicy})
+	})
+	if err != nil {
+		return infoResult{}, fmt.Errorf("consumer %s on %s: %w", durable, name, err)
+	}
+	ask := func() error {
+		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := cons.Info(octx)
+		return err
+	}
+	for range infoWarmup {
+		if err := ask(); err != nil {
+			return infoResult{}, fmt.Errorf("warm-up consumer info: %w", err)
+		}
+	}
+	took := make([]time.Duration, 0, n)
+	start := time.Now()
+	for i := range n {
+		t0 := time.Now()
+		if err := ask(); err != nil {
+			return infoResult{}, fmt.Errorf("consumer info %d of %d: %w", i+1, n, err)
+		}
+		took = append(took, time.Since(t0))
+	}
+	elapsed := time.Since(start)
+	slices.Sort(took)
+	return infoResult{rate: float64(n) / elapsed.Seconds(), p50: took[len(took)/2]}, nil
 }
 
 // untilOK calls f with a per-call timeout until it succeeds, for at most
