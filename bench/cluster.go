@@ -516,15 +516,11 @@ func runManyStreams(ctx context.Context, n *natsRunner, srv *server, msgs int64,
 // replica is current.
 func measureFailover(ctx context.Context, cs *clusterSide) (time.Duration, error) {
 	const name, subj = "failover", "failover.x"
-	nc, err := nats.Connect(cs.all.url, nats.Timeout(5*time.Second))
+	nc, js, err := connectJS(cs.all.url)
 	if err != nil {
 		return 0, err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return 0, err
-	}
 	leader, err := r3Stream(ctx, cs, js, name, subj)
 	if err != nil {
 		return 0, err
@@ -641,6 +637,20 @@ func measureFailover(ctx context.Context, cs *clusterSide) (time.Duration, error
 	return d, nil
 }
 
+// connectJS connects a JetStream client to url (one server or a list).
+func connectJS(url string) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect(url, nats.Timeout(5*time.Second))
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
+}
+
 // r3Stream creates (or finds) an R3 file stream on subj and returns the
 // index of the node leading it, once it has a leader.
 func r3Stream(ctx context.Context, cs *clusterSide, js jetstream.JetStream, name, subj string) (int, error) {
@@ -680,28 +690,20 @@ type infoResult struct {
 // API's latency, which no nats bench workload measures.
 func measureInfo(ctx context.Context, cs *clusterSide, n int) (infoResult, error) {
 	const name, subj, durable = "infos", "infos.x", "C"
-	nc, err := nats.Connect(cs.all.url, nats.Timeout(5*time.Second))
+	nc, js, err := connectJS(cs.all.url)
 	if err != nil {
 		return infoResult{}, err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return infoResult{}, err
-	}
 	leader, err := r3Stream(ctx, cs, js, name, subj)
 	if err != nil {
 		return infoResult{}, err
 	}
-	fc, err := nats.Connect(cs.nodes[(leader+1)%len(cs.nodes)].url, nats.Timeout(5*time.Second))
+	fc, fjs, err := connectJS(cs.nodes[(leader+1)%len(cs.nodes)].url)
 	if err != nil {
 		return infoResult{}, err
 	}
 	defer fc.Close()
-	fjs, err := jetstream.New(fc)
-	if err != nil {
-		return infoResult{}, err
-	}
 	cons, err := untilOK(ctx, func(octx context.Context) (jetstream.Consumer, error) {
 		return fjs.CreateOrUpdateConsumer(octx, name, jetstream.ConsumerConfig{Durable: durable, AckPolicy: jetstream.AckExplicitPolicy})
 	})
