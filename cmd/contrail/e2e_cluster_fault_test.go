@@ -487,6 +487,7 @@ func (fc *faultCluster) readRange(from, to uint64, seen map[string]uint64, bySeq
 		msg, err := it.Next(jetstream.NextMaxWait(2 * time.Second))
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				fc.logReplicas()
 				t.Fatalf("reading back at seq %d of %d: %v", seq, to, err)
 			}
 			continue
@@ -509,6 +510,26 @@ func (fc *faultCluster) readRange(from, to uint64, seen map[string]uint64, bySeq
 		seen[id], bySeq[s] = s, id
 		seq = s + 1
 	}
+}
+
+// logReplicas logs what each node holds of the stream and what the
+// leader says of it, for a read-back that stalls: whether a replica's
+// records or the stream's consumers explain the silence.
+func (fc *faultCluster) logReplicas() {
+	t := fc.t
+	for _, cn := range fc.nodes {
+		d, err := cn.digest()
+		t.Logf("%s (running %v): digest %+v, err %v", cn.ID, cn.running(), d, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := fc.js.Stream(ctx, faultStream)
+	if err != nil {
+		t.Logf("stream info: %v", err)
+		return
+	}
+	info := s.CachedInfo()
+	t.Logf("stream info: leader %+v, state %+v", info.Cluster, info.State)
 }
 
 // checkDigests waits until every node has applied the stream up to last
