@@ -187,11 +187,8 @@ func (t *transport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, 
 // call) on a connection of its own use, so the answer is to this
 // request.
 func (t *transport) probe(id raft.ServerID, target raft.ServerAddress, self raft.ServerID, term uint64) bool {
-	addr := t.EncodePeer(self, t.LocalAddr())
-	req := raft.AppendEntriesRequest{
-		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: addr},
-		Term:      term,
-	}
+	req := raft.AppendEntriesRequest{RPCHeader: t.header(), Term: term}
+	req.ID = []byte(self)
 	var resp raft.AppendEntriesResponse
 	if err := t.NetworkTransport.AppendEntries(id, target, &req, &resp); err != nil {
 		return false
