@@ -191,12 +191,8 @@ func TestClusterTakeDropsOrphans(t *testing.T) {
 // here on a node that does not hold the stream, as the old leader is
 // once it has released the partition.
 func TestClusterLostStreamNotDenied(t *testing.T) {
-	acc := newFakeAccount("A")
-	nodes := startTestCluster(t, 3, 1, acc)
-	waitClusterReady(t, nodes)
-	createClustered(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3})
-	asg := waitAssigned(t, nodes, "A", "S")
-	other := without(nodes, leaderOf(nodes, asg.group()))[0]
+	acc, nodes, _, lead := streamSCluster(t)
+	other := without(nodes, lead)[0]
 	var answers atomic.Int64
 	unsub, _ := acc.SubscribeInternal("_INBOX.lost", func(_, _, _, _ []byte) { answers.Add(1) })
 	defer unsub()
@@ -232,13 +228,7 @@ func TestClusterLostStreamNotDenied(t *testing.T) {
 // which stock clients retry against the new leader; it was told
 // "JetStream not enabled" (10076), which they do not retry.
 func TestClusterPublishAfterLeadershipMovedIsRetried(t *testing.T) {
-	acc := newFakeAccount("A")
-	nodes := startTestCluster(t, 3, 1, acc)
-	waitClusterReady(t, nodes)
-	createClustered(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3})
-	asg := waitAssigned(t, nodes, "A", "S")
-	var old *testNode
-	waitForCond(t, "a leader for the partition", func() bool { old = leaderOf(nodes, asg.group()); return old != nil })
+	acc, nodes, asg, old := streamSCluster(t)
 	a := old.e.account("A")
 	s := a.lookup("S")
 	if s == nil {
@@ -271,12 +261,8 @@ func TestClusterPublishAfterLeadershipMovedIsRetried(t *testing.T) {
 // the API worker, up to maxFencingReplies per account; past that the
 // worker waits, so the reply is sent by the time serve returns.
 func TestClusterFencedRepliesBounded(t *testing.T) {
-	acc := newFakeAccount("A")
-	nodes := startTestCluster(t, 3, 1, acc)
-	waitClusterReady(t, nodes)
-	createClustered(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3})
-	asg := waitAssigned(t, nodes, "A", "S")
-	a := leaderOf(nodes, asg.group()).e.account("A")
+	acc, _, _, lead := streamSCluster(t)
+	a := lead.e.account("A")
 	var answers atomic.Int64
 	unsub, _ := acc.SubscribeInternal("_INBOX.fenced", func(_, _, _, _ []byte) { answers.Add(1) })
 	defer unsub()
@@ -289,4 +275,19 @@ func TestClusterFencedRepliesBounded(t *testing.T) {
 	a.serve(apiRequest{a: a, subject: "$JS.API.STREAM.INFO.S", reply: "_INBOX.fenced"})
 	waitForCond(t, "the read fenced off the worker answered", func() bool { return answers.Load() == 2 })
 	waitForCond(t, "no reply left fencing", func() bool { return a.fencing.Load() == 0 })
+}
+
+// streamSCluster starts three nodes of one partition for account A and
+// creates its R3 stream S (subjects s.>); it returns A, the nodes, S's
+// assignment and the node leading S's partition.
+func streamSCluster(t *testing.T) (*fakeAccount, []*testNode, *assignment, *testNode) {
+	t.Helper()
+	acc := newFakeAccount("A")
+	nodes := startTestCluster(t, 3, 1, acc)
+	waitClusterReady(t, nodes)
+	createClustered(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3})
+	asg := waitAssigned(t, nodes, "A", "S")
+	var lead *testNode
+	waitForCond(t, "a leader for the partition", func() bool { lead = leaderOf(nodes, asg.group()); return lead != nil })
+	return acc, nodes, asg, lead
 }
