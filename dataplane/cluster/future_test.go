@@ -23,9 +23,9 @@ func (f *pendingFuture) Index() uint64 { return 7 }
 // gives its own outcome, however often it is asked.
 func TestStoppableFuture(t *testing.T) {
 	halt := make(chan struct{})
-	lost := newStoppable(&pendingFuture{answer: make(chan struct{})}, halt)
+	lost := Stoppable(&pendingFuture{answer: make(chan struct{})}, halt)
 	answered := &pendingFuture{answer: make(chan struct{}), err: raft.ErrLeadershipLost}
-	kept := newStoppable(answered, halt)
+	kept := Stoppable(answered, halt)
 	close(answered.answer)
 	if err := kept.Error(); !errors.Is(err, raft.ErrLeadershipLost) {
 		t.Fatalf("answered future: %v", err)

@@ -403,7 +403,7 @@ func (g *Group) Apply(data []byte, timeout time.Duration) raft.ApplyFuture {
 	if r == nil {
 		return errorFuture{ErrNotStarted}
 	}
-	return newStoppable(r.Apply(data, timeout), *halt)
+	return Stoppable(r.Apply(data, timeout), *halt)
 }
 
 // ApplyLog proposes an entry carrying l's Data and Extensions (raft
@@ -413,7 +413,7 @@ func (g *Group) ApplyLog(l raft.Log, timeout time.Duration) raft.ApplyFuture {
 	if r == nil {
 		return errorFuture{ErrNotStarted}
 	}
-	return newStoppable(r.ApplyLog(l, timeout), *halt)
+	return Stoppable(r.ApplyLog(l, timeout), *halt)
 }
 
 // IsLeader reports whether this node leads the group.
@@ -459,7 +459,7 @@ func (g *Group) Barrier(timeout time.Duration) error {
 	if r == nil {
 		return ErrNotStarted
 	}
-	if err := newStoppable(r.Barrier(timeout), *halt).Error(); err != nil {
+	if err := Stoppable(r.Barrier(timeout), *halt).Error(); err != nil {
 		return fmt.Errorf("group %d: barrier: %w", g.id, leaderErr(err))
 	}
 	return nil
@@ -665,8 +665,11 @@ type stoppable struct {
 	err  error // set before done closes
 }
 
-// newStoppable wraps f, a future of the instance halt belongs to.
-func newStoppable(f raft.Future, halt <-chan struct{}) raft.ApplyFuture {
+// Stoppable wraps f, a future of the raft instance halt belongs to, so
+// that waiting on it ends once that instance has stopped. It is the one
+// bound on raft's futures: whatever drives a raft.Raft of its own (the
+// engine's tests do) wraps its futures with it too.
+func Stoppable(f raft.Future, halt <-chan struct{}) raft.ApplyFuture {
 	af, ok := f.(raft.ApplyFuture)
 	if !ok {
 		af = barrierFuture{f}

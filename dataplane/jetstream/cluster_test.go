@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/contrail/contrail/dataplane/cluster"
 	"github.com/contrail/contrail/dataplane/jetstream/api"
 	"github.com/contrail/contrail/dataplane/store"
 )
@@ -92,7 +93,10 @@ func (r *testRepl) Group(g uint16) ReplicaGroup { return testGroup{r.n.groups[g]
 
 // testGroup is one raft group of a testNode. Its Repair only counts the
 // call: the in-process raft groups cannot rejoin (the cluster package
-// tests that part, and the e2e tests the whole).
+// tests that part, and the e2e tests the whole). Its futures end when
+// the node stops (quit closes after its groups shut down), as a
+// cluster.Group's do: one raft left queued is never answered, and a
+// take waiting on it would hold the engine's Close.
 type testGroup struct {
 	r  *raft.Raft
 	n  *testNode
@@ -100,7 +104,7 @@ type testGroup struct {
 }
 
 func (g testGroup) ApplyMarker(ext []byte, timeout time.Duration) raft.ApplyFuture {
-	return g.r.ApplyLog(raft.Log{Extensions: ext}, timeout)
+	return cluster.Stoppable(g.r.ApplyLog(raft.Log{Extensions: ext}, timeout), g.n.quit)
 }
 func (g testGroup) Members() []string {
 	var names []string
@@ -120,17 +124,17 @@ func (g testGroup) Repair() error {
 }
 
 func (g testGroup) Apply(data []byte, timeout time.Duration) raft.ApplyFuture {
-	return g.r.Apply(data, timeout)
+	return cluster.Stoppable(g.r.Apply(data, timeout), g.n.quit)
 }
 func (g testGroup) IsLeader() bool { return g.r.State() == raft.Leader }
 func (g testGroup) Leader() string {
 	_, id := g.r.LeaderWithID()
 	return string(id)
 }
-func (g testGroup) Barrier(timeout time.Duration) error { return g.r.Barrier(timeout).Error() }
-func (g testGroup) ReadFence(timeout time.Duration) error {
-	return g.r.Barrier(timeout).Error()
+func (g testGroup) Barrier(timeout time.Duration) error {
+	return cluster.Stoppable(g.r.Barrier(timeout), g.n.quit).Error()
 }
+func (g testGroup) ReadFence(timeout time.Duration) error { return g.Barrier(timeout) }
 func (g testGroup) TransferLeadership(to string) error {
 	if to == "" {
 		return g.r.LeadershipTransfer().Error()
