@@ -275,9 +275,10 @@ func (s *stream) detach() {
 }
 
 // hold detaches s for an account being disabled: capture and expiry stop,
-// consumers stop, and each durable consumer is replaced by a parked
-// successor carrying its config and state, started again by attach.
-// Ephemeral consumers end, as they do on nats-server.
+// consumers stop, and each kept consumer (keepsConsumer: a durable, or
+// any consumer of a replicated stream) is replaced by a parked successor
+// carrying its config and state, started again by attach. An R1
+// stream's ephemeral consumers end, as they do on nats-server.
 //
 // Order matters for retention: the consumers are retired first (so a late
 // inactivity removal cannot delete a record or re-run interest checks),
@@ -324,12 +325,12 @@ func (s *stream) hold() {
 }
 
 // retire marks c as done for good, so nothing removes or persists it any
-// more, and reports whether it should live on as a successor: durable and
-// not deleted.
+// more, and reports whether it should live on as a successor: kept in
+// the store (keepsConsumer) and not deleted.
 func (c *consumer) retire() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	keep := !c.mu.deleted && c.mu.cfg.IsDurable()
+	keep := !c.mu.deleted && c.s.keepsConsumer(c.mu.cfg)
 	c.mu.deleted = true
 	return keep
 }

@@ -171,7 +171,7 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 			return consumerErr(typ, err)
 		}
 		existing.update(norm)
-		if norm.IsDurable() {
+		if s.keepsConsumer(norm) {
 			// A change the store did not take is not made: the consumer
 			// goes back to the config it has on disk.
 			if r := s.ap.apply(&proposal{s: s, acct: a, kind: propConsumerCreate, cons: existing}); r.err != nil {
@@ -206,7 +206,7 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 	if err := c.position(s.snapshotState(), startSeq); err != nil {
 		return consumerErr(typ, api.NewConsumerCreateError(err))
 	}
-	if norm.IsDurable() {
+	if s.keepsConsumer(norm) {
 		if r := s.ap.apply(&proposal{s: s, acct: a, kind: propConsumerCreate, cons: c}); r.err != nil {
 			return consumerErr(typ, api.Prefer(r.err, api.NewConsumerCreateError(r.err)))
 		}
@@ -319,17 +319,22 @@ func (c *consumer) watchLocked() {
 }
 
 // deleteConsumer removes c: waiting pulls hear 409 Consumer Deleted, the
-// loop stops, and a durable's records go through the apply path.
-func (a *jsAccount) deleteConsumer(c *consumer, reason string) bool {
+// loop stops, and a kept consumer's records (keepsConsumer) go through
+// the apply path. It returns nil if c was already gone; otherwise a
+// channel that gets the outcome of the record's removal (at once for a
+// consumer the store does not keep), for the API's answer to wait on: a
+// delete a client was told of must not come back on the partition's next
+// leader.
+func (a *jsAccount) deleteConsumer(c *consumer, reason string) <-chan error {
 	c.mu.Lock()
 	if c.mu.deleted {
 		c.mu.Unlock()
-		return false
+		return nil
 	}
 	c.mu.deleted = true
 	waiting := c.mu.waiting
 	c.mu.waiting = nil
-	durable := c.mu.cfg.IsDurable()
+	kept := c.s.keepsConsumer(c.mu.cfg)
 	c.mu.Unlock()
 	c.stopSubs()
 	select {
@@ -348,8 +353,12 @@ func (a *jsAccount) deleteConsumer(c *consumer, reason string) bool {
 	}
 	interest := s.mu.cfg.Retention == api.InterestPolicy
 	s.mu.Unlock()
-	if durable {
-		s.ap.submit(&proposal{s: s, acct: a, kind: propConsumerDelete, cons: c, done: func(*proposal, result) {}})
+	removed := make(chan error, 1)
+	if !kept {
+		removed <- nil
+	} else if !s.ap.submit(&proposal{s: s, acct: a, kind: propConsumerDelete, cons: c,
+		done: func(_ *proposal, r result) { removed <- r.err }}) {
+		removed <- s.ap.closedResult().err
 	}
 	if interest {
 		// What only this consumer still needed is no longer kept.
@@ -360,7 +369,7 @@ func (a *jsAccount) deleteConsumer(c *consumer, reason string) bool {
 	}
 	a.consumerAdvisory("DELETED", c, map[string]any{"type": "io.nats.jetstream.advisory.v1.consumer_action", "action": "delete"})
 	a.e.log.Debug("consumer deleted", "stream", c.stream, "consumer", c.name, "reason", reason)
-	return true
+	return removed
 }
 
 // advise publishes a JetStream advisory into the account.
@@ -421,7 +430,11 @@ func (a *jsAccount) consumerDelete(req apiRequest, rest string) any {
 	if err != nil {
 		return &api.SuccessResponse{Response: api.Response{Type: typ, Error: err}}
 	}
-	a.deleteConsumer(c, "api")
+	if removed := a.deleteConsumer(c, "api"); removed != nil {
+		if err := <-removed; err != nil {
+			return &api.SuccessResponse{Response: api.Response{Type: typ, Error: api.Prefer(err, api.NewConsumerStoreFailedError(err))}}
+		}
+	}
 	return &api.SuccessResponse{Response: api.Response{Type: typ}, Success: true}
 }
 
@@ -513,7 +526,7 @@ func (a *jsAccount) consumerPause(req apiRequest, rest string) any {
 	prev := c.config()
 	old := prev.PauseUntil
 	c.update(cfg)
-	if cfg.IsDurable() {
+	if c.s.keepsConsumer(cfg) {
 		// A pause the store did not take is not made (nor announced).
 		if r := c.s.ap.apply(&proposal{s: c.s, acct: a, kind: propConsumerCreate, cons: c}); r.err != nil {
 			c.update(prev)

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -290,4 +291,71 @@ func streamSCluster(t *testing.T) (*fakeAccount, []*testNode, *assignment, *test
 	var lead *testNode
 	waitForCond(t, "a leader for the partition", func() bool { lead = leaderOf(nodes, asg.group()); return lead != nil })
 	return acc, nodes, asg, lead
+}
+
+// TestClusterEphemeralConsumerOutlivesMove: an ephemeral consumer of a
+// replicated stream goes on serving from where it was after its
+// partition's leadership moves (a stock client keeps pulling from the
+// same consumer, and would wait on one nobody serves), and its deletion
+// removes it from the new leader too.
+func TestClusterEphemeralConsumerOutlivesMove(t *testing.T) {
+	acc, nodes, asg, old := streamSCluster(t)
+	for i := 1; i <= 20; i++ {
+		if ack := publishOnce(t, acc, "s.x", fmt.Sprint(i)); ack.Error != nil {
+			t.Fatalf("publish %d: %v", i, ack.Error)
+		}
+	}
+	var created api.ConsumerInfoResponse
+	acc.apiCall(t, "$JS.API.CONSUMER.CREATE.S.E", api.ConsumerCreateRequest{Stream: "S",
+		Config: api.ConsumerConfig{Name: "E", AckPolicy: api.AckExplicit, AckWait: time.Minute, InactiveThreshold: time.Minute}}, &created)
+	if created.Error != nil || created.Config.Durable != "" {
+		t.Fatalf("ephemeral create: %+v", created)
+	}
+	got := inbox(t, acc, "_INBOX.pull")
+	acc.Publish("$JS.API.CONSUMER.MSG.NEXT.S.E", "_INBOX.pull", nil, []byte(`{"batch":10}`))
+	for i := 1; i <= 10; i++ {
+		d := next(t, got)
+		if d.data != fmt.Sprint(i) {
+			t.Fatalf("delivery %d: %+v", i, d)
+		}
+		acc.request(t, d.reply, nil, []byte("+ACK")) // answered once the ack is stored
+	}
+
+	to := without(nodes, old)[0]
+	if err := (testGroup{old.groups[asg.group()], old, asg.group()}).TransferLeadership(to.name); err != nil {
+		t.Fatal(err)
+	}
+	waitForCond(t, "the new leader serves S", func() bool {
+		return leaderOf(nodes, asg.group()) == to && to.e.account("A").lookup("S") != nil
+	})
+	var info api.ConsumerInfoResponse
+	acc.apiCall(t, "$JS.API.CONSUMER.INFO.S.E", nil, &info)
+	if info.Error != nil {
+		t.Fatalf("ephemeral consumer on the new leader: %v", info.Error)
+	}
+	if info.AckFloor.Stream != 10 {
+		t.Fatalf("ephemeral consumer on the new leader: ack floor %+v, want stream seq 10", info.AckFloor)
+	}
+	acc.Publish("$JS.API.CONSUMER.MSG.NEXT.S.E", "_INBOX.pull", nil, []byte(`{"batch":10}`))
+	for i := 11; i <= 20; i++ {
+		if d := next(t, got); d.data != fmt.Sprint(i) {
+			t.Fatalf("after the move, delivery %d: %+v", i, d)
+		}
+	}
+
+	var del api.SuccessResponse
+	acc.apiCall(t, "$JS.API.CONSUMER.DELETE.S.E", nil, &del)
+	if del.Error != nil || !del.Success {
+		t.Fatalf("delete: %+v", del)
+	}
+	if err := (testGroup{to.groups[asg.group()], to, asg.group()}).TransferLeadership(old.name); err != nil {
+		t.Fatal(err)
+	}
+	waitForCond(t, "the first leader serves S again", func() bool {
+		return leaderOf(nodes, asg.group()) == old && old.e.account("A").lookup("S") != nil
+	})
+	acc.apiCall(t, "$JS.API.CONSUMER.INFO.S.E", nil, &info)
+	if info.Error == nil {
+		t.Fatalf("deleted ephemeral consumer back after a move: %+v", info.ConsumerInfo)
+	}
 }

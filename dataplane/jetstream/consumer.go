@@ -130,6 +130,21 @@ type pullRequest struct {
 	priority                  int
 }
 
+// keepsConsumer reports whether a consumer of s with config cfg is kept in
+// the store (its config, its state, its deletion), so that it outlives
+// the process serving it. A durable always is. An ephemeral is on a
+// replicated stream: there the partition's next leader must find it, as
+// a leadership move (the balancer's, a stepdown, a failover) would
+// otherwise end it under clients that keep pulling or listening on a
+// consumer nobody serves, which stock clients do not notice for as long
+// as they wait (nats-server's ephemerals outlive a change of stream
+// leader too). Its inactivity threshold still removes it, record and all,
+// once its clients are gone. An R1 stream's ephemerals end with the node
+// that serves them, as on nats-server.
+func (s *stream) keepsConsumer(cfg *api.ConsumerConfig) bool {
+	return cfg.IsDurable() || groupOf(s.id) != 0
+}
+
 // consumerRecord is what the store keeps of a consumer's config.
 type consumerRecord struct {
 	Config  *api.ConsumerConfig `json:"config"`
@@ -589,7 +604,7 @@ func (c *consumer) stop() {
 	// Whatever changed since the last write goes through the apply path
 	// before the appliers close.
 	c.mu.Lock()
-	persist := c.mu.dirty && c.mu.cfg.IsDurable() && !c.mu.deleted
+	persist := c.mu.dirty && c.s.keepsConsumer(c.mu.cfg) && !c.mu.deleted
 	c.mu.Unlock()
 	if persist {
 		c.persist()

@@ -69,10 +69,10 @@ func (c *consumer) onAck(subj, reply, _, msg []byte) {
 		to := string(reply)
 		answer = func() { c.a.acc.Publish(to, "", nil, nil) }
 	}
-	durable := c.config().IsDurable()
+	kept := c.s.keepsConsumer(c.config())
 	if len(removable) > 0 {
 		var then func()
-		if !durable {
+		if !kept {
 			then = answer
 		}
 		c.s.acked(c.a, removable, then)
@@ -82,7 +82,7 @@ func (c *consumer) onAck(subj, reply, _, msg []byte) {
 	}
 	switch {
 	case answer == nil:
-	case durable:
+	case kept:
 		// Answered once the state holding the ack is durable (and after
 		// the retention it caused): an acknowledged double ack survives
 		// a crash.

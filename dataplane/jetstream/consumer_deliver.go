@@ -139,7 +139,7 @@ func (c *consumer) deliver() time.Time {
 	}
 	c.heartbeatsLocked(now, &out, consider)
 	remove := c.inactiveLocked(now, consider)
-	persist := c.mu.dirty && !c.mu.persisting && c.mu.cfg.IsDurable()
+	persist := c.mu.dirty && !c.mu.persisting && c.s.keepsConsumer(c.mu.cfg)
 	if persist && now.Sub(c.mu.persisted) < persistEvery {
 		// Coalesce: a busy consumer writes its state a few times a
 		// second, not once per batch.

@@ -60,7 +60,7 @@ func (a *jsAccount) consumerReset(req apiRequest, rest string) any {
 		// What the reset skipped no longer holds this consumer's interest.
 		c.s.ap.submit(&proposal{s: c.s, acct: a, kind: propInterestCheck, seq: oldFloor + 1, done: func(*proposal, result) {}})
 	}
-	if c.config().IsDurable() {
+	if c.s.keepsConsumer(c.config()) {
 		// Answered once the reset state is durable: a reset the client
 		// heard of survives a restart or a change of leader.
 		if r := c.s.ap.apply(&proposal{s: c.s, acct: a, kind: propConsumerState, cons: c}); r.err != nil {

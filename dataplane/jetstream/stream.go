@@ -98,7 +98,8 @@ type stream struct {
 	woken atomic.Pointer[[]*consumer]
 }
 
-// loadConsumers reads the stream's durable consumers from the store.
+// loadConsumers reads the stream's kept consumers (keepsConsumer) from the
+// store.
 func (s *stream) loadConsumers(r *store.Recovery) error {
 	return r.Consumers(s.id, func(rec store.ConsumerRecord) error {
 		var cr consumerRecord
