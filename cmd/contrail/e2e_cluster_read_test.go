@@ -241,3 +241,95 @@ func TestClusterAckOfUnknownDelivery(t *testing.T) {
 		return info.AckFloor.Stream >= 5
 	})
 }
+
+// TestClusterEphemeralConsumersOutliveStepdown: nats.go's ephemeral
+// consumers of an R3 stream go on across a stream leader stepdown, as on
+// nats-server: an ephemeral pull consumer is still there on the new
+// leader, with its ack floor, and an ordered consumer read with Next and
+// a short max wait reads on.
+func TestClusterEphemeralConsumersOutliveStepdown(t *testing.T) {
+	leader, nc, js := tenMessagesOffLeader(t, "EPH")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := 10; i < 20; i++ {
+		publishAcked(t, js, "eph.x", fmt.Sprintf("m%02d", i))
+	}
+	ordered, err := js.OrderedConsumer(ctx, "EPH", jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := ordered.Messages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Stop()
+	// readOrdered reads m<from>..m<to-1> from the ordered consumer, each
+	// Next waiting at most 2 s, for at most 20 s in all.
+	readOrdered := func(from, to int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for i := from; i < to; {
+			msg, err := it.Next(jetstream.NextMaxWait(2 * time.Second))
+			if err != nil {
+				if time.Now().After(deadline) {
+					t.Fatalf("ordered consumer: waiting for m%02d: %v", i, err)
+				}
+				continue
+			}
+			if want := fmt.Sprintf("m%02d", i); string(msg.Data()) != want {
+				t.Fatalf("ordered consumer: got %q, want %q", msg.Data(), want)
+			}
+			i++
+		}
+	}
+	readOrdered(0, 10)
+	eph, err := js.CreateConsumer(ctx, "EPH", jetstream.ConsumerConfig{Name: "eph", AckPolicy: jetstream.AckExplicitPolicy, InactiveThreshold: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := eph.Fetch(10, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatalf("double ack: %v", err)
+		}
+		n++
+	}
+	if n != 10 {
+		t.Fatalf("ephemeral pull consumer fetched %d messages, want 10", n)
+	}
+
+	if _, err := nc.Request("$JS.API.STREAM.LEADER.STEPDOWN.EPH", nil, 5*time.Second); err != nil {
+		t.Fatalf("stepdown: %v", err)
+	}
+	waitFor(t, 30*time.Second, "a new stream leader", func() bool {
+		s, err := js.Stream(ctx, "EPH")
+		return err == nil && s.CachedInfo().Cluster != nil && s.CachedInfo().Cluster.Leader != "" &&
+			s.CachedInfo().Cluster.Leader != leader.ID
+	})
+	readOrdered(10, 20)
+	c, err := js.Consumer(ctx, "EPH", "eph")
+	if err != nil {
+		t.Fatalf("ephemeral pull consumer after the stepdown: %v", err)
+	}
+	if floor := c.CachedInfo().AckFloor.Stream; floor != 10 {
+		t.Fatalf("ephemeral pull consumer after the stepdown: ack floor %d, want 10", floor)
+	}
+	batch, err = c.Fetch(10, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := 10
+	for m := range batch.Messages() {
+		if want := fmt.Sprintf("m%02d", i); string(m.Data()) != want {
+			t.Fatalf("ephemeral pull consumer after the stepdown: got %q, want %q", m.Data(), want)
+		}
+		i++
+	}
+	if i != 20 {
+		t.Fatalf("ephemeral pull consumer after the stepdown: fetched up to m%02d, want m19", i-1)
+	}
+}
