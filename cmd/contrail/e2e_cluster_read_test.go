@@ -248,7 +248,7 @@ func TestClusterAckOfUnknownDelivery(t *testing.T) {
 // leader, with its ack floor, and an ordered consumer read with Next and
 // a short max wait reads on.
 func TestClusterEphemeralConsumersOutliveStepdown(t *testing.T) {
-	leader, nc, js := tenMessagesOffLeader(t, "EPH")
+	_, nc, js := tenMessagesOffLeader(t, "EPH")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i := 10; i < 20; i++ {
@@ -302,13 +302,26 @@ func TestClusterEphemeralConsumersOutliveStepdown(t *testing.T) {
 		t.Fatalf("ephemeral pull consumer fetched %d messages, want 10", n)
 	}
 
-	if _, err := nc.Request("$JS.API.STREAM.LEADER.STEPDOWN.EPH", nil, 5*time.Second); err != nil {
-		t.Fatalf("stepdown: %v", err)
-	}
-	waitFor(t, 30*time.Second, "a new stream leader", func() bool {
+	// The leader now (the balancer may have moved the partition since
+	// the stream was made), each ask bounded on its own: while the
+	// leadership moves, nats.go keeps asking until its context ends.
+	leaderNow := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
 		s, err := js.Stream(ctx, "EPH")
-		return err == nil && s.CachedInfo().Cluster != nil && s.CachedInfo().Cluster.Leader != "" &&
-			s.CachedInfo().Cluster.Leader != leader.ID
+		if err != nil || s.CachedInfo().Cluster == nil {
+			return ""
+		}
+		return s.CachedInfo().Cluster.Leader
+	}
+	var was string
+	waitFor(t, clusterTimeout(), "the stream's leader", func() bool { was = leaderNow(); return was != "" })
+	if r := clusterAPI(t, nc, "$JS.API.STREAM.LEADER.STEPDOWN.EPH", ""); !r.Success {
+		t.Fatalf("stepdown of %s: %+v", was, r.Error)
+	}
+	waitFor(t, clusterTimeout(), "a new stream leader", func() bool {
+		l := leaderNow()
+		return l != "" && l != was
 	})
 	readOrdered(10, 20)
 	c, err := js.Consumer(ctx, "EPH", "eph")
