@@ -139,8 +139,8 @@ type pullRequest struct {
 // consumer nobody serves, which stock clients do not notice for as long
 // as they wait (nats-server's ephemerals outlive a change of stream
 // leader too). Its inactivity threshold still removes it, record and all,
-// once its clients are gone. An R1 stream's ephemerals end with the node
-// that serves them, as on nats-server.
+// once its clients are gone. An R1 stream's ephemerals stay in memory:
+// such a stream never changes leader, and they end with their node.
 func (s *stream) keepsConsumer(cfg *api.ConsumerConfig) bool {
 	return cfg.IsDurable() || groupOf(s.id) != 0
 }
