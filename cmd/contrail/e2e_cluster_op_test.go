@@ -382,8 +382,13 @@ func TestClusterTieredLimitsReference(t *testing.T) {
 		// servers report their usage to each other).
 		payload := make([]byte, 1024)
 		for range 10 {
+			// Retried while no one answers: on a loaded CI machine the
+			// reference cluster once had no responder for t3 right
+			// after the scenario ("no response from stream"), and
+			// nats.go's default is two tries 250 ms apart.
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if _, err := tjs.Publish(ctx, "t3", payload); err != nil {
+			if _, err := tjs.Publish(ctx, "t3", payload,
+				jetstream.WithRetryAttempts(40), jetstream.WithRetryWait(100*time.Millisecond)); err != nil {
 				t.Fatalf("publish: %v", err)
 			}
 			cancel()
