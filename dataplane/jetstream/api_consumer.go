@@ -325,7 +325,7 @@ func (c *consumer) watchLocked() {
 // consumer the store does not keep), for the API's answer to wait on: a
 // delete a client was told of must not come back on the partition's next
 // leader.
-func (a *jsAccount) deleteConsumer(c *consumer, reason string) <-chan error {
+func (a *jsAccount) deleteConsumer(c *consumer, reason string) <-chan result {
 	c.mu.Lock()
 	if c.mu.deleted {
 		c.mu.Unlock()
@@ -353,12 +353,13 @@ func (a *jsAccount) deleteConsumer(c *consumer, reason string) <-chan error {
 	}
 	interest := s.mu.cfg.Retention == api.InterestPolicy
 	s.mu.Unlock()
-	removed := make(chan error, 1)
-	if !kept {
-		removed <- nil
-	} else if !s.ap.submit(&proposal{s: s, acct: a, kind: propConsumerDelete, cons: c,
-		done: func(_ *proposal, r result) { removed <- r.err }}) {
-		removed <- s.ap.closedResult().err
+	var removed <-chan result
+	if kept {
+		removed = s.ap.start(&proposal{s: s, acct: a, kind: propConsumerDelete, cons: c})
+	} else {
+		done := make(chan result, 1)
+		done <- result{}
+		removed = done
 	}
 	if interest {
 		// What only this consumer still needed is no longer kept.
@@ -431,8 +432,8 @@ func (a *jsAccount) consumerDelete(req apiRequest, rest string) any {
 		return &api.SuccessResponse{Response: api.Response{Type: typ, Error: err}}
 	}
 	if removed := a.deleteConsumer(c, "api"); removed != nil {
-		if err := <-removed; err != nil {
-			return &api.SuccessResponse{Response: api.Response{Type: typ, Error: api.Prefer(err, api.NewConsumerStoreFailedError(err))}}
+		if r := <-removed; r.err != nil {
+			return &api.SuccessResponse{Response: api.Response{Type: typ, Error: api.Prefer(r.err, api.NewConsumerStoreFailedError(r.err))}}
 		}
 	}
 	return &api.SuccessResponse{Response: api.Response{Type: typ}, Success: true}

@@ -399,13 +399,18 @@ func (p *proposal) size() int {
 }
 
 // apply submits p and waits for its result.
-func (ap *applier) apply(p *proposal) result {
+func (ap *applier) apply(p *proposal) result { return <-ap.start(p) }
+
+// start submits p and returns a channel that gets its result, for a
+// caller that waits later or not at all: a refused proposal (the applier
+// closed) gets closedResult.
+func (ap *applier) start(p *proposal) <-chan result {
 	ch := make(chan result, 1)
 	p.done = func(_ *proposal, r result) { ch <- r }
 	if !ap.submit(p) {
-		return ap.closedResult()
+		ch <- ap.closedResult()
 	}
-	return <-ch
+	return ch
 }
 
 // closedResult is the outcome of a proposal an applier refused because it
