@@ -26,7 +26,7 @@ func TestClusterCreateWaitsForAccount(t *testing.T) {
 	})
 	if meta == lead {
 		to := without(nodes, meta)[0]
-		if err := (testGroup{meta.groups[1], meta, 1}).TransferLeadership(to.name); err != nil {
+		if err := meta.group(1).TransferLeadership(to.name); err != nil {
 			t.Fatal(err)
 		}
 		waitForCond(t, "partition led by "+to.name, func() bool { return leaderOf(nodes, 1) == to })

@@ -237,7 +237,7 @@ func TestClusterPublishAfterLeadershipMovedIsRetried(t *testing.T) {
 	}
 	capture := s.capture(a)
 	to := without(nodes, old)[0]
-	if err := (testGroup{old.groups[asg.group()], old, asg.group()}).TransferLeadership(to.name); err != nil {
+	if err := old.group(asg.group()).TransferLeadership(to.name); err != nil {
 		t.Fatal(err)
 	}
 	waitForCond(t, "the old leader released S", func() bool { return a.lookup("S") == nil })
@@ -322,7 +322,7 @@ func TestClusterEphemeralConsumerOutlivesMove(t *testing.T) {
 	}
 
 	to := without(nodes, old)[0]
-	if err := (testGroup{old.groups[asg.group()], old, asg.group()}).TransferLeadership(to.name); err != nil {
+	if err := old.group(asg.group()).TransferLeadership(to.name); err != nil {
 		t.Fatal(err)
 	}
 	waitForCond(t, "the new leader serves S", func() bool {
@@ -348,7 +348,7 @@ func TestClusterEphemeralConsumerOutlivesMove(t *testing.T) {
 	if del.Error != nil || !del.Success {
 		t.Fatalf("delete: %+v", del)
 	}
-	if err := (testGroup{to.groups[asg.group()], to, asg.group()}).TransferLeadership(old.name); err != nil {
+	if err := to.group(asg.group()).TransferLeadership(old.name); err != nil {
 		t.Fatal(err)
 	}
 	waitForCond(t, "the first leader serves S again", func() bool {

@@ -89,7 +89,10 @@ func (r *testRepl) NodeID() string              { return r.n.name }
 func (r *testRepl) ClusterName() string         { return "test" }
 func (r *testRepl) Peers() []string             { return r.peers }
 func (r *testRepl) Partitions() int             { return len(r.n.groups) - 1 }
-func (r *testRepl) Group(g uint16) ReplicaGroup { return testGroup{r.n.groups[g], r.n, g} }
+func (r *testRepl) Group(g uint16) ReplicaGroup { return r.n.group(g) }
+
+// group is the node's raft group g, as its engine sees it.
+func (nd *testNode) group(g uint16) testGroup { return testGroup{nd.groups[g], nd, g} }
 
 // testGroup is one raft group of a testNode. Its Repair only counts the
 // call: the in-process raft groups cannot rejoin (the cluster package
