@@ -312,6 +312,21 @@ func TestClusterCLIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	createR3(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+	for i := range 5 {
+		publishAcked(t, js, "orders.new", fmt.Sprintf("o%d", i))
+	}
+	// Every node counts the replica it holds in /jsz, leader or not, as
+	// nats-server does (a follower's within a second).
+	for _, cn := range nodes {
+		waitFor(t, 10*time.Second, cn.ID+"'s /jsz counting its replica of ORDERS", func() bool {
+			var j struct {
+				Streams  int    `json:"streams"`
+				Messages uint64 `json:"messages"`
+				Storage  uint64 `json:"storage"`
+			}
+			return fetchJSON(cn.MonURL+"/jsz", &j) == nil && j.Streams == 1 && j.Messages == 5 && j.Storage > 0
+		})
+	}
 	url := nodes[0].URL
 	sys := connectCreds(t, url, sysCreds)
 

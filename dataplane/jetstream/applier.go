@@ -127,6 +127,10 @@ type applier struct {
 	// limit); used is what they hold now.
 	max  int64
 	used atomic.Int64
+	// nodeUsed, when set, is what max is checked against in place of
+	// used: the file store's appliers (R1 and each led partition) share
+	// one store and so one limit (see cluster_usage.go).
+	nodeUsed func() int64
 
 	mu struct {
 		sync.Mutex
@@ -269,7 +273,15 @@ func (ap *applier) failed() error {
 }
 
 // full reports whether the store's streams already hold the server's limit.
-func (ap *applier) full() bool { return ap.max > 0 && ap.used.Load() >= ap.max }
+func (ap *applier) full() bool {
+	if ap.max <= 0 {
+		return false
+	}
+	if ap.nodeUsed != nil {
+		return ap.nodeUsed() >= ap.max
+	}
+	return ap.used.Load() >= ap.max
+}
 
 // streamQueue is one stream's proposals waiting to be applied, in
 // submission order.

@@ -182,6 +182,10 @@ type clusterState struct {
 	// lead holds one channel per group for leadership changes (latest
 	// wins), each drained by its own worker; set by StartCluster.
 	lead atomic.Pointer[[]chan bool]
+	// usages holds, by group, each partition's share of this node's
+	// store (nil for the meta group); registered as each partition's
+	// state machine is made (FSM), before any group runs.
+	usages atomic.Pointer[[]*partUsage]
 	// reloads, one per group, ask its worker for a fresh term (reload);
 	// set by StartCluster before the workers start.
 	reloads []chan struct{}
@@ -229,6 +233,9 @@ func (e *Engine) StartCluster(r Replication) error {
 		go c.checkLoop(e.opts.DigestInterval)
 	}
 	c.loadCatalogAccounts()
+	c.countReplicas()
+	c.wg.Add(1)
+	go c.countLoop()
 	// A change raft reported before the channels existed was dropped;
 	// the current state stands in for it.
 	for g := range lead {
@@ -363,7 +370,7 @@ func (c *clusterState) take(g uint16) bool {
 	e := c.e
 	ap := newApplier(e, e.opts.Store, 0, e.opts.MaxFileStore)
 	ap.group, ap.g = grp, g
-	ap.used.Store(e.file.used.Load())
+	ap.nodeUsed = e.fileStoreUsed
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -396,6 +403,9 @@ func (c *clusterState) take(g uint16) bool {
 	kept := c.mu.unserved[g]
 	delete(c.mu.unserved, g)
 	c.mu.Unlock()
+	if u := c.usage(g); u != nil {
+		u.led.Store(ap)
+	}
 	for _, asg := range c.catalog.inGroup(g) {
 		if !have[asg.ID] {
 			c.materialize(asg)
@@ -425,6 +435,18 @@ func (c *clusterState) release(g uint16) {
 	c.mu.Unlock()
 	if ap == nil {
 		return
+	}
+	if u := c.usage(g); u != nil {
+		// Counted now, not at the next tick: until then the node's
+		// usage would leave the partition out. An entry applied from
+		// here on marks it for the next count again.
+		u.dirty.Store(false)
+		if rc, err := c.countPartition(g); err == nil {
+			u.counted.Store(rc)
+		} else {
+			u.dirty.Store(true)
+		}
+		u.led.Store(nil)
 	}
 	ap.lost.Store(true)
 	c.e.dropStreamsOf(ap)

@@ -98,6 +98,7 @@ func (f *groupFSM) restore(rc io.ReadCloser) error {
 type partitionFSM struct {
 	groupFSM
 	e *Engine
+	u *partUsage
 }
 
 // FSM returns raft group g's state machine (0: the meta group). Call it
@@ -115,11 +116,12 @@ func (e *Engine) FSM(g uint16) (raft.BatchingFSM, error) {
 		return &metaFSM{groupFSM: base, c: e.cl}, nil
 	}
 	base.marker = func(index uint64) { e.cl.markerApplied(g, index) }
-	return &partitionFSM{groupFSM: base, e: e}, nil
+	return &partitionFSM{groupFSM: base, e: e, u: e.cl.addUsage(g)}, nil
 }
 
 // ApplyBatch implements raft.BatchingFSM.
 func (f *partitionFSM) ApplyBatch(logs []*raft.Log) []any {
+	defer f.u.dirty.Store(true)
 	return f.applyBatch(logs, func(b *store.Batch, l *raft.Log) any {
 		if err := b.AppendRepr(l.Data); err != nil {
 			// Raft's records are checksummed, so this is a leader's bug,
@@ -144,7 +146,10 @@ func (f *partitionFSM) Snapshot() (raft.FSMSnapshot, error) { return noSnapshot{
 // Restore implements raft.FSM. A partition this node leads is never
 // restored (raft installs snapshots on followers only), and followers
 // keep no streams in memory.
-func (f *partitionFSM) Restore(rc io.ReadCloser) error { return f.restore(rc) }
+func (f *partitionFSM) Restore(rc io.ReadCloser) error {
+	defer f.u.dirty.Store(true)
+	return f.restore(rc)
+}
 
 // noSnapshot is the FSM half of a snapshot whose data the snapshot store
 // takes from the store itself.

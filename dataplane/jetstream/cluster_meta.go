@@ -169,6 +169,13 @@ func (m *metaCatalog) lookup(account, name string) *assignment {
 	return m.accounts[account][name]
 }
 
+// byIDOf is the assignment of the stream with id, nil if none.
+func (m *metaCatalog) byIDOf(id uint64) *assignment {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byID[id]
+}
+
 func (m *metaCatalog) put(a *assignment) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -184,6 +184,7 @@ func New(opts Options) (*Engine, error) {
 		}
 	}
 	e.file = newApplier(e, opts.Store, opts.SyncInterval, opts.MaxFileStore)
+	e.file.nodeUsed = e.fileStoreUsed
 	e.memory = newApplier(e, opts.Memory, 0, opts.MaxMemoryStore)
 	for _, ap := range []*applier{e.file, e.memory} {
 		if err := e.recover(ap); err != nil {

@@ -80,6 +80,16 @@ func (e *Engine) Snapshot() Snapshot {
 		snap.APITotal += as.APITotal
 		snap.APIErrors += as.APIErrors
 	}
+	if c := e.cl; c != nil {
+		// The streams of the partitions this node follows are on its
+		// disk too (the accounts above hold the ones it leads).
+		f := c.followed()
+		snap.Streams += f.streams
+		snap.Messages += f.msgs
+		snap.Bytes += f.bytes
+		snap.Memory += f.memory
+		snap.Store += f.bytes - f.memory
+	}
 	return snap
 }
 
