@@ -11,21 +11,30 @@ import (
 // What a node's store holds of the partitions it follows. A follower
 // keeps no streams in memory (the FSM commits its leader's batches as
 // they are), so what those streams hold is read from their state
-// summaries in the store: counted again once a second while entries are
-// applied, not at all while the partition is idle.
+// summaries in the store: counted again every tenth of a second while
+// entries are applied (less often where counting takes longer: see
+// countLoop), not at all while the partition is idle.
 //
 // Invariant: the node-wide file store limit (max_file_store) is checked
 // against everything this node's store holds: its R1 streams, each
 // partition it leads (that term's applier, exact) and each partition it
-// follows (as of the last count, at most replicaCountInterval old).
+// follows (as of the last count, at most replicaCountMax old).
 // Before, each partition's leader counted its own partition and a copy of
 // the R1 usage taken when it took the partition, and the R1 streams none
 // of the partitions, so a node of a three-partition cluster could hold
 // three times its limit.
 
-// replicaCountInterval is how often the partitions this node follows are
-// counted again, when entries were applied to them since the last count.
-const replicaCountInterval = time.Second
+// How often the partitions this node follows are counted again, when
+// entries were applied to them since the last count: every
+// replicaCountMin, or replicaCountShare times what the last count took if
+// that is longer (a count reads two records per stream, so with many
+// streams it is spaced out to keep its CPU to about 1/replicaCountShare
+// of a core), and at least every replicaCountMax.
+const (
+	replicaCountMin   = 100 * time.Millisecond
+	replicaCountMax   = time.Second
+	replicaCountShare = 20
+)
 
 // partUsage is one partition's share of this node's store.
 type partUsage struct {
@@ -142,19 +151,23 @@ func (c *clusterState) countPartition(g uint16) (*replicaCount, error) {
 	return rc, err
 }
 
-// countLoop counts the followed partitions again every
-// replicaCountInterval, while the cluster state runs.
+// countLoop counts the followed partitions again while the cluster
+// state runs, as often as replicaCountMin and replicaCountShare allow.
 func (c *clusterState) countLoop() {
 	defer c.wg.Done()
-	t := time.NewTicker(replicaCountInterval)
+	wait := replicaCountMin
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		select {
 		case <-c.quit:
 			return
 		case <-t.C:
-			c.countReplicas()
 		}
+		began := time.Now()
+		c.countReplicas()
+		wait = min(max(replicaCountShare*time.Since(began), replicaCountMin), replicaCountMax)
+		t.Reset(wait)
 	}
 }
 
