@@ -231,8 +231,15 @@ func (a *jsAccount) disableLocked() {
 	a.e.mu.Unlock()
 }
 
-// attach makes s live in the account: named, capturing its subjects,
-// expiring, and running its parked durable consumers.
+// attach makes s live in the account: capturing its subjects, expiring,
+// running its parked consumers, and then named.
+//
+// Invariant: a stream is named in its account (found by the API) only
+// with all its consumers running. Starting 10,000 consumers takes about
+// half a second; a partition's new leader that named its streams first
+// answered their infos with part of their consumers meanwhile, and
+// requests for the others with "consumer not found", which a client may
+// answer by creating the consumer afresh, its state lost.
 func (a *jsAccount) attach(s *stream) error {
 	cfg := s.config()
 	for _, subj := range cfg.Subjects {
@@ -243,9 +250,6 @@ func (a *jsAccount) attach(s *stream) error {
 		}
 		s.unsubs = append(s.unsubs, unsub)
 	}
-	a.mu.Lock()
-	a.mu.streams.put(s, cfg)
-	a.mu.Unlock()
 	s.mu.Lock()
 	s.mu.detached = false
 	s.mu.owner = a
@@ -253,15 +257,22 @@ func (a *jsAccount) attach(s *stream) error {
 	parked := s.mu.parked
 	s.mu.parked = nil
 	s.mu.Unlock()
-	for i, c := range parked {
-		c.a = a
-		if err := a.startConsumer(c); err != nil {
-			s.mu.Lock()
-			s.mu.parked = append(s.mu.parked, parked[i+1:]...)
-			s.mu.Unlock()
-			return fmt.Errorf("jetstream: consumer %q: %w", c.name, err)
-		}
+	name := func() {
+		a.mu.Lock()
+		a.mu.streams.put(s, cfg)
+		a.mu.Unlock()
 	}
+	for _, c := range parked {
+		c.a = a
+	}
+	if n, err := a.startConsumers(s, parked); err != nil {
+		s.mu.Lock()
+		s.mu.parked = append(s.mu.parked, parked[n+1:]...)
+		s.mu.Unlock()
+		name()
+		return fmt.Errorf("jetstream: consumer %q: %w", parked[n].name, err)
+	}
+	name()
 	s.startSourcing(a)
 	return nil
 }

@@ -262,6 +262,41 @@ func (c *consumer) update(cfg *api.ConsumerConfig) {
 // not listen on its ack subjects, so an ack sent as a request finds no
 // responder (its ack policy never changes, so neither does this).
 func (a *jsAccount) startConsumer(c *consumer) error {
+	_, err := a.startConsumers(c.s, []*consumer{c})
+	return err
+}
+
+// startConsumers starts cs, consumers of s, in order, and returns how
+// many it started before one failed. The stream's wake list is rebuilt
+// once for all of them: rebuilding is linear in the stream's consumers,
+// and a partition's new leader starts every consumer of its streams at
+// once (10,000 took 3.5 s one rebuild each).
+func (a *jsAccount) startConsumers(s *stream, cs []*consumer) (int, error) {
+	n := 0
+	var err error
+	for _, c := range cs {
+		if err = a.subscribeConsumer(c); err != nil {
+			break
+		}
+		n++
+	}
+	started := cs[:n]
+	s.mu.Lock()
+	for _, c := range started {
+		s.mu.cons[c.name] = c
+	}
+	s.consumersChangedLocked()
+	s.mu.Unlock()
+	for _, c := range started {
+		go c.run()
+		c.wake()
+	}
+	return n, err
+}
+
+// subscribeConsumer subscribes c's flow control and ack subjects and
+// watches its deliver subject's interest.
+func (a *jsAccount) subscribeConsumer(c *consumer) error {
 	type handler struct {
 		filter string
 		h      func(subject, reply, hdr, msg []byte)
@@ -281,12 +316,6 @@ func (a *jsAccount) startConsumer(c *consumer) error {
 	c.mu.Lock()
 	c.watchLocked()
 	c.mu.Unlock()
-	c.s.mu.Lock()
-	c.s.mu.cons[c.name] = c
-	c.s.consumersChangedLocked()
-	c.s.mu.Unlock()
-	go c.run()
-	c.wake()
 	return nil
 }
 

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -357,5 +358,48 @@ func TestClusterEphemeralConsumerOutlivesMove(t *testing.T) {
 	acc.apiCall(t, "$JS.API.CONSUMER.INFO.S.E", nil, &info)
 	if info.Error == nil {
 		t.Fatalf("deleted ephemeral consumer back after a move: %+v", info.ConsumerInfo)
+	}
+}
+
+// TestClusterStreamNamedWithItsConsumers: a partition's new leader names
+// a stream in its account (where the API finds it) only once every
+// consumer of the stream runs. It once named the stream first, and for
+// the half second 10,000 consumers took to start, its infos counted part
+// of them and the rest were "not found" to their clients.
+func TestClusterStreamNamedWithItsConsumers(t *testing.T) {
+	acc, nodes, asg, old := streamSCluster(t)
+	const consumers = 50
+	for i := range consumers {
+		createConsumer(t, acc, "S", api.ConsumerConfig{Durable: fmt.Sprintf("D%02d", i), AckPolicy: api.AckExplicit})
+	}
+	to := without(nodes, old)[0]
+	var started, early atomic.Int32
+	hook := func(filter string) {
+		if !strings.HasPrefix(filter, "$JS.ACK.S.") {
+			return
+		}
+		started.Add(1)
+		if a := to.e.account("A"); a != nil && a.lookup("S") != nil {
+			early.Add(1)
+		}
+	}
+	acc.onSubscribe.Store(&hook)
+	defer acc.onSubscribe.Store(nil)
+	if err := old.group(asg.group()).TransferLeadership(to.name); err != nil {
+		t.Fatal(err)
+	}
+	waitForCond(t, "the new leader serves S", func() bool {
+		return leaderOf(nodes, asg.group()) == to && to.e.account("A").lookup("S") != nil
+	})
+	if started.Load() != consumers {
+		t.Fatalf("the new leader started %d consumers, want %d", started.Load(), consumers)
+	}
+	if n := early.Load(); n != 0 {
+		t.Fatalf("%d of %d consumers started after their stream was named on the new leader", n, consumers)
+	}
+	var info api.StreamInfoResponse
+	acc.apiCall(t, "$JS.API.STREAM.INFO.S", nil, &info)
+	if info.Error != nil || info.State.Consumers != consumers {
+		t.Fatalf("stream info on the new leader: %d consumers, %v", info.State.Consumers, info.Error)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,9 @@ type fakeAccount struct {
 	mu   sync.Mutex
 	subs map[int]fakeSub
 	next int
+	// onSubscribe, if set, sees each filter subscribed, before the
+	// subscription is made (outside mu).
+	onSubscribe atomic.Pointer[func(filter string)]
 }
 
 type fakeSub struct {
@@ -36,6 +40,9 @@ func newFakeAccount(name string) *fakeAccount {
 func (a *fakeAccount) Name() string { return a.name }
 
 func (a *fakeAccount) SubscribeInternal(filter string, h func(subject, reply, hdr, msg []byte)) (func(), error) {
+	if f := a.onSubscribe.Load(); f != nil {
+		(*f)(filter)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.next++

@@ -14,6 +14,11 @@ var ErrInvalidSubject = errors.New("invalid subject")
 // workload with that many distinct hot subjects gains little from caching.
 const maxCache = 4096
 
+// maxScanOnChange bounds the cached entries a wildcard filter's change
+// checks one by one; past it the cache is dropped whole (see
+// invalidateLocked), so a change costs at most this many matches.
+const maxScanOnChange = 256
+
 // Result is the set of subscribers a published subject reaches. A Result is
 // immutable once returned: it is shared by the cache and every caller.
 type Result[S comparable] struct {
@@ -241,6 +246,15 @@ func (idx *Index[S]) invalidateLocked(filter string) {
 	idx.gen.Add(1)
 	if IsLiteral(filter) {
 		delete(idx.mu.cache, filter)
+		return
+	}
+	if len(idx.mu.cache) > maxScanOnChange {
+		// Checking every entry against the filter made each wildcard
+		// change cost up to maxCache matches: a partition's new leader
+		// subscribing the ack subjects of 10,000 consumers spent 3 s
+		// here, and every other node as long installing them as remote
+		// interest. Matching afresh refills the cache.
+		clear(idx.mu.cache)
 		return
 	}
 	for k := range idx.mu.cache {

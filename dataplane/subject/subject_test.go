@@ -3,6 +3,7 @@ package subject
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -289,5 +290,47 @@ func TestMatchOnceInto(t *testing.T) {
 	cached := idx.Match([]byte("_INBOX.a.9"))
 	if got := idx.MatchOnceInto([]byte("_INBOX.a.9"), &scratch); got != cached {
 		t.Error("a cached subject was matched again instead of answered from the cache")
+	}
+}
+
+// TestIndexWildcardChangeWithLargeCache: with more cached subjects than a
+// change checks one by one, a wildcard insert or removal drops the cache
+// whole, and every match after it is right; below that, only the
+// entries the filter matches go.
+func TestIndexWildcardChangeWithLargeCache(t *testing.T) {
+	for _, cached := range []int{maxScanOnChange / 2, 4 * maxScanOnChange} {
+		idx := NewIndex[int]()
+		if err := idx.Insert("other", "", 1); err != nil {
+			t.Fatal(err)
+		}
+		subj := func(i int) []byte { return []byte("a." + strconv.Itoa(i)) }
+		for i := range cached {
+			if r := idx.Match(subj(i)); !r.Empty() {
+				t.Fatalf("a.%d matched %v before any subscription on a.>", i, r.Plain)
+			}
+		}
+		idx.Match([]byte("other"))
+		if err := idx.Insert("a.>", "", 2); err != nil {
+			t.Fatal(err)
+		}
+		if st := idx.Stats(); cached < maxScanOnChange && st.CacheEntries != 1 {
+			t.Fatalf("%d cached: %d entries left after inserting a.>, want only other's", cached, st.CacheEntries)
+		}
+		for i := range cached {
+			if r := idx.Match(subj(i)); len(r.Plain) != 1 || r.Plain[0] != 2 {
+				t.Fatalf("%d cached: a.%d matched %v after inserting a.>", cached, i, r.Plain)
+			}
+		}
+		if r := idx.Match([]byte("other")); len(r.Plain) != 1 || r.Plain[0] != 1 {
+			t.Fatalf("%d cached: other matched %v", cached, r.Plain)
+		}
+		if !idx.Remove("a.>", "", 2) {
+			t.Fatal("a.> not removed")
+		}
+		for i := range cached {
+			if r := idx.Match(subj(i)); !r.Empty() {
+				t.Fatalf("%d cached: a.%d matched %v after removing a.>", cached, i, r.Plain)
+			}
+		}
 	}
 }
