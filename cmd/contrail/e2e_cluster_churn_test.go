@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -203,17 +202,7 @@ func runChurnOn(t *testing.T, onNodes func([]*clusterNode), scenario churnRun) {
 	b := w.account("B", withJS)
 	aCreds, _ := a.user("a", nil)
 	bCreds, _ := b.user("b", nil)
-	refURLs := startRefOpCluster(t, w)
-	waitFor(t, startTimeout, "reference cluster accepting clients", func() bool {
-		for _, u := range refURLs {
-			nc, err := nats.Connect(u, nats.UserCredentials(aCreds))
-			if err != nil {
-				return false
-			}
-			nc.Close()
-		}
-		return true
-	})
+	refURLs := startRefOpCluster(t, w, aCreds)
 	if onNodes != nil {
 		onNodes(nil)
 	}

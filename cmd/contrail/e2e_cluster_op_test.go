@@ -286,9 +286,10 @@ func TestClusterOperatorAccounts(t *testing.T) {
 
 // startRefOpCluster starts three nats-servers as one JetStream cluster in
 // operator mode with w's accounts (as they are now) preloaded, and
-// returns their client URLs. Their health waits for the cluster, so they
-// are started together and awaited through a client.
-func startRefOpCluster(t *testing.T, w *opWorld) []string {
+// returns their client URLs once each accepts a client with creds. Their
+// health waits for the cluster, so they are started together and awaited
+// through a client.
+func startRefOpCluster(t *testing.T, w *opWorld, creds string) []string {
 	t.Helper()
 	bin := findTool(t, "nats-server", "github.com/nats-io/nats-server/v2", "v2.15.2")
 	var addrs, croutes, urls []string
@@ -309,6 +310,16 @@ func startRefOpCluster(t *testing.T, w *opWorld) []string {
 		t.Cleanup(p.stop)
 		urls = append(urls, "nats://"+addrs[i])
 	}
+	waitFor(t, startTimeout, "reference cluster accepting clients", func() bool {
+		for _, u := range urls {
+			nc, err := nats.Connect(u, nats.UserCredentials(creds))
+			if err != nil {
+				return false
+			}
+			nc.Close()
+		}
+		return true
+	})
 	return urls
 }
 
@@ -407,17 +418,7 @@ func TestClusterTieredLimitsReference(t *testing.T) {
 		}
 		return append(out, info.Tiers["R1"].Streams, info.Tiers["R3"].Streams, int(info.Tiers["R3"].Store/(10*1024)), fi.Streams)
 	}
-	refURLs := startRefOpCluster(t, w)
-	waitFor(t, startTimeout, "reference cluster accepting clients", func() bool {
-		for _, u := range refURLs {
-			nc, err := nats.Connect(u, nats.UserCredentials(tCreds))
-			if err != nil {
-				return false
-			}
-			nc.Close()
-		}
-		return true
-	})
+	refURLs := startRefOpCluster(t, w, tCreds)
 	want := run(refURLs)
 	nodes := opCluster(t, w)
 	got := run([]string{nodes[0].URL, nodes[1].URL})

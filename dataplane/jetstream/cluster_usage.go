@@ -155,8 +155,7 @@ func (c *clusterState) countPartition(g uint16) (*replicaCount, error) {
 // state runs, as often as replicaCountMin and replicaCountShare allow.
 func (c *clusterState) countLoop() {
 	defer c.wg.Done()
-	wait := replicaCountMin
-	t := time.NewTimer(wait)
+	t := time.NewTimer(replicaCountMin)
 	defer t.Stop()
 	for {
 		select {
@@ -166,8 +165,7 @@ func (c *clusterState) countLoop() {
 		}
 		began := time.Now()
 		c.countReplicas()
-		wait = min(max(replicaCountShare*time.Since(began), replicaCountMin), replicaCountMax)
-		t.Reset(wait)
+		t.Reset(min(max(replicaCountShare*time.Since(began), replicaCountMin), replicaCountMax))
 	}
 }
 
