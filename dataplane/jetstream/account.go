@@ -235,8 +235,9 @@ func (a *jsAccount) disableLocked() {
 // running its parked consumers, and then named.
 //
 // Invariant: a stream is named in its account (found by the API) only
-// with all its consumers running. Starting 10,000 consumers takes about
-// half a second; a partition's new leader that named its streams first
+// with all its consumers running. Starting 10,000 consumers takes up to
+// a second here (3.5 s before the subject cache change in subject.Index);
+// a partition's new leader that named its streams first
 // answered their infos with part of their consumers meanwhile, and
 // requests for the others with "consumer not found", which a client may
 // answer by creating the consumer afresh, its state lost.
