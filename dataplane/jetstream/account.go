@@ -258,22 +258,21 @@ func (a *jsAccount) attach(s *stream) error {
 	parked := s.mu.parked
 	s.mu.parked = nil
 	s.mu.Unlock()
-	name := func() {
-		a.mu.Lock()
-		a.mu.streams.put(s, cfg)
-		a.mu.Unlock()
-	}
 	for _, c := range parked {
 		c.a = a
 	}
-	if n, err := a.startConsumers(s, parked); err != nil {
+	n, err := a.startConsumers(s, parked)
+	if err != nil {
 		s.mu.Lock()
 		s.mu.parked = append(s.mu.parked, parked[n+1:]...)
 		s.mu.Unlock()
-		name()
+	}
+	a.mu.Lock()
+	a.mu.streams.put(s, cfg)
+	a.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("jetstream: consumer %q: %w", parked[n].name, err)
 	}
-	name()
 	s.startSourcing(a)
 	return nil
 }

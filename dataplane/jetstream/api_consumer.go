@@ -281,6 +281,9 @@ func (a *jsAccount) startConsumers(s *stream, cs []*consumer) (int, error) {
 		n++
 	}
 	started := cs[:n]
+	if n == 0 {
+		return 0, err
+	}
 	s.mu.Lock()
 	for _, c := range started {
 		s.mu.cons[c.name] = c

@@ -441,11 +441,7 @@ func (c *clusterState) release(g uint16) {
 		// usage would leave the partition out. An entry applied from
 		// here on marks it for the next count again.
 		u.dirty.Store(false)
-		if rc, err := c.countPartition(g); err == nil {
-			u.counted.Store(rc)
-		} else {
-			u.dirty.Store(true)
-		}
+		c.recount(g, u)
 		u.led.Store(nil)
 	}
 	ap.lost.Store(true)

@@ -124,14 +124,21 @@ func (c *clusterState) countReplicas() {
 		if u == nil || u.led.Load() != nil || !u.dirty.Swap(false) {
 			continue
 		}
-		rc, err := c.countPartition(uint16(g))
-		if err != nil {
-			u.dirty.Store(true) // counted again next time
-			c.e.log.Warn("jetstream partition usage not counted", "group", g, "err", err)
-			continue
-		}
-		u.counted.Store(rc)
+		c.recount(uint16(g), u)
 	}
+}
+
+// recount counts partition g again into u, whose dirty mark the caller
+// has cleared (so an entry applied meanwhile marks it again); a count
+// that fails marks it for the next.
+func (c *clusterState) recount(g uint16, u *partUsage) {
+	rc, err := c.countPartition(g)
+	if err != nil {
+		u.dirty.Store(true)
+		c.e.log.Warn("jetstream partition usage not counted", "group", g, "err", err)
+		return
+	}
+	u.counted.Store(rc)
 }
 
 // countPartition reads what partition g's streams hold from their state
