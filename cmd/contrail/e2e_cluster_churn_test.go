@@ -67,27 +67,12 @@ func TestClusterConsumerChurnNoisyNeighbour(t *testing.T) {
 		// Nothing of the churn is left: each of A's streams ends with no
 		// consumer, and still none once another node leads it.
 		for _, name := range churned {
-			var was string
 			waitFor(t, clusterTimeout(), name+"'s consumers gone", func() bool {
-				n, l := streamConsumers(jsA, name)
-				was = l
-				return n == 0
+				info := streamInfoNow(jsA, name)
+				return info != nil && info.State.Consumers == 0
 			})
-			// A refused stepdown (no follower current yet) is asked
-			// again, unless the leadership moved anyway.
-			waitFor(t, clusterTimeout(), "a stepdown of "+name, func() bool {
-				if _, l := streamConsumers(jsA, name); l != "" && l != was {
-					return true
-				}
-				return clusterAPI(t, ncA, "$JS.API.STREAM.LEADER.STEPDOWN."+name, "").Success
-			})
-			n := -1
-			waitFor(t, clusterTimeout(), name+" answering from a new leader", func() bool {
-				var l string
-				n, l = streamConsumers(jsA, name)
-				return n >= 0 && l != was
-			})
-			if n != 0 {
+			was, info := stepDownStream(t, ncA, jsA, name)
+			if n := info.State.Consumers; n != 0 {
 				t.Fatalf("%s has %d consumers once %s no longer leads it, want 0", name, n, was)
 			}
 		}
@@ -168,19 +153,6 @@ func TestClusterStreamChurnNoisyNeighbour(t *testing.T) {
 		}
 		return summary
 	})
-}
-
-// streamConsumers is a stream's consumer count and leader as the cluster
-// answers, or -1 while no one answers (an info sent while the leadership
-// moves can go unanswered; each is bounded on its own).
-func streamConsumers(js jetstream.JetStream, name string) (int, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, name)
-	if err != nil || s.CachedInfo().Cluster == nil || s.CachedInfo().Cluster.Leader == "" {
-		return -1, ""
-	}
-	return s.CachedInfo().State.Consumers, s.CachedInfo().Cluster.Leader
 }
 
 // churnRun is one side's run of a churn scenario: it churns as tenant A

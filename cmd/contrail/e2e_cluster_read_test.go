@@ -45,6 +45,50 @@ func awaitNewLeader(t *testing.T, js jetstream.JetStream, name string, old *clus
 	})
 }
 
+// streamInfoNow is the stream's info as the cluster answers it now, or
+// nil while no leader answers. Each ask is bounded on its own: an info
+// asked while the leadership moves can go unanswered, as on nats-server,
+// and nats.go waits for its answer until the context ends.
+func streamInfoNow(js jetstream.JetStream, name string) *jetstream.StreamInfo {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, name)
+	if err != nil || s.CachedInfo().Cluster == nil || s.CachedInfo().Cluster.Leader == "" {
+		return nil
+	}
+	return s.CachedInfo()
+}
+
+// stepDownStream moves the stream's leadership off the node leading it
+// now (the balancer may have moved it since the stream was made), and
+// returns that node's name and the first info another leader answers.
+// A stepdown is refused while no follower is current (a loaded machine);
+// it is asked again then, unless the leadership moved anyway.
+func stepDownStream(t *testing.T, nc *nats.Conn, js jetstream.JetStream, name string) (was string, info *jetstream.StreamInfo) {
+	t.Helper()
+	waitFor(t, clusterTimeout(), name+"'s leader", func() bool {
+		if i := streamInfoNow(js, name); i != nil {
+			was = i.Cluster.Leader
+		}
+		return was != ""
+	})
+	waitFor(t, clusterTimeout(), "a stepdown of "+name+" from "+was, func() bool {
+		if i := streamInfoNow(js, name); i != nil && i.Cluster.Leader != was {
+			return true
+		}
+		r := clusterAPI(t, nc, "$JS.API.STREAM.LEADER.STEPDOWN."+name, "")
+		if !r.Success {
+			t.Logf("stepdown of %s from %s: %+v", name, was, r.Error)
+		}
+		return r.Success
+	})
+	waitFor(t, clusterTimeout(), "a new leader for "+name, func() bool {
+		info = streamInfoNow(js, name)
+		return info != nil && info.Cluster.Leader != was
+	})
+	return was, info
+}
+
 // A deposed leader that has not yet heard of its successor must not
 // answer reads from the state it held: the stream's leader is stopped
 // (SIGSTOP) while a new one is elected, acks and writes are confirmed by
@@ -302,38 +346,7 @@ func TestClusterEphemeralConsumersOutliveStepdown(t *testing.T) {
 		t.Fatalf("ephemeral pull consumer fetched %d messages, want 10", n)
 	}
 
-	// The leader now (the balancer may have moved the partition since
-	// the stream was made), each ask bounded on its own: an info asked
-	// while the leadership moves can go unanswered, as on nats-server,
-	// and nats.go waits for its answer until the context ends.
-	leaderNow := func() string {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		s, err := js.Stream(ctx, "EPH")
-		if err != nil || s.CachedInfo().Cluster == nil {
-			return ""
-		}
-		return s.CachedInfo().Cluster.Leader
-	}
-	var was string
-	waitFor(t, clusterTimeout(), "the stream's leader", func() bool { was = leaderNow(); return was != "" })
-	// A stepdown is refused while no follower is current (a loaded
-	// machine); it is asked again then, unless the leadership moved
-	// anyway.
-	waitFor(t, clusterTimeout(), "a stepdown of "+was, func() bool {
-		if l := leaderNow(); l != "" && l != was {
-			return true
-		}
-		r := clusterAPI(t, nc, "$JS.API.STREAM.LEADER.STEPDOWN.EPH", "")
-		if !r.Success {
-			t.Logf("stepdown of %s: %+v", was, r.Error)
-		}
-		return r.Success
-	})
-	waitFor(t, clusterTimeout(), "a new stream leader", func() bool {
-		l := leaderNow()
-		return l != "" && l != was
-	})
+	stepDownStream(t, nc, js, "EPH")
 	readOrdered(10, 20)
 	c, err := js.Consumer(ctx, "EPH", "eph")
 	if err != nil {
