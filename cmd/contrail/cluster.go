@@ -98,6 +98,7 @@ func startRaft(opts *config.Options, cport *mux.Mux, st *store.Store, engine *je
 	}
 	for _, g := range node.Groups() {
 		g.OnLeader(func(leader bool) { engine.LeaderChanged(g.ID(), leader) })
+		g.OnHandOver(func(wait time.Duration) func(error) { return engine.HandOver(g.ID(), wait) })
 	}
 	name := opts.Cluster.Name
 	if name == "" {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -220,7 +221,10 @@ func (q *quietTenant) publish(t *testing.T, n int) []time.Duration {
 		i := q.next
 		ctx, cancel := context.WithTimeout(context.Background(), churnPubTimeout)
 		began := time.Now()
-		ack, err := q.js.Publish(ctx, "own", []byte("m"+strconv.Itoa(i)))
+		// Retried past nats.go's default two: a leadership move of the
+		// stream (a balancing move, here) leaves it without a subscriber
+		// for a moment, on nats-server too; the bound is churnPubTimeout.
+		ack, err := q.js.Publish(ctx, "own", []byte("m"+strconv.Itoa(i)), jetstream.WithRetryAttempts(8))
 		cancel()
 		if err != nil {
 			t.Fatalf("tenant B's publish %d: %v", i, err)
@@ -259,6 +263,13 @@ func (q *quietTenant) readBack(t *testing.T) {
 			got++
 		}
 		if got == 0 {
+			if errors.Is(batch.Error(), nats.ErrNoResponders) && ctx.Err() == nil {
+				// The new consumer's pull subject has not reached every
+				// server's interest yet (seen on nats-server): a client
+				// asks again, after a pause as nats.go's own retries make.
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
 			t.Fatalf("tenant B's fetch: nothing after m%d (%v)", i-1, batch.Error())
 		}
 	}

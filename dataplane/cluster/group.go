@@ -59,9 +59,10 @@ type Group struct {
 
 	mu struct {
 		sync.Mutex
-		onLeader []func(bool) // guarded by mu
-		launched bool         // guarded by mu
-		shut     bool         // guarded by mu
+		onLeader   []func(bool) // guarded by mu
+		onHandOver []HandOver   // guarded by mu
+		launched   bool         // guarded by mu
+		shut       bool         // guarded by mu
 	}
 }
 
@@ -452,6 +453,30 @@ func (g *Group) OnLeader(fn func(isLeader bool)) {
 	g.mu.Unlock()
 }
 
+// HandOver readies a group this node leads for a planned hand-over of its
+// leadership: it returns, at most wait later, once what the leader
+// proposed before is committed, and after is told how the transfer went
+// (nil: it happened).
+type HandOver func(wait time.Duration) (after func(err error))
+
+// handOverWait bounds the wait for a leader's proposals to commit before
+// a planned transfer (times the timing multiplier): a few commit round
+// trips normally; past it the transfer goes ahead, and what is still in
+// flight has an unknown fate, as in a failover.
+const handOverWait = time.Second
+
+// OnHandOver registers fn to run before each planned transfer of the
+// group's leadership from this node (TransferLeadership: a balancing
+// move, a stepdown, a shutdown). Raft takes no new entries once a
+// transfer starts and ends the leader's term with entries in flight,
+// whose proposers then never hear their fate: the leader stops proposing
+// and lets those commit first.
+func (g *Group) OnHandOver(fn HandOver) {
+	g.mu.Lock()
+	g.mu.onHandOver = append(g.mu.onHandOver, fn)
+	g.mu.Unlock()
+}
+
 // Barrier waits until every entry committed before it is applied to the
 // FSM here; a new leader calls it before serving reads.
 func (g *Group) Barrier(timeout time.Duration) error {
@@ -468,20 +493,33 @@ func (g *Group) Barrier(timeout time.Duration) error {
 // TransferLeadership hands the group's leadership to the node named to,
 // or to the most up-to-date member if to is empty, and waits for the
 // hand-over.
-func (g *Group) TransferLeadership(to string) error {
+func (g *Group) TransferLeadership(to string) (err error) {
 	r := g.raft()
 	if r == nil {
 		return ErrNotStarted
 	}
-	var f raft.Future
-	if to == "" {
-		f = r.LeadershipTransfer()
-	} else {
+	var target *raft.Server
+	if to != "" {
 		s, ok := g.member(to)
 		if !ok {
 			return fmt.Errorf("group %d: %q is not a member", g.id, to)
 		}
-		f = r.LeadershipTransferToServer(s.ID, s.Address)
+		target = &s
+	}
+	if g.IsLeader() {
+		g.mu.Lock()
+		hooks := append([]HandOver(nil), g.mu.onHandOver...)
+		g.mu.Unlock()
+		for _, fn := range hooks {
+			after := fn(handOverWait * g.n.mult)
+			defer func() { after(err) }()
+		}
+	}
+	var f raft.Future
+	if target == nil {
+		f = r.LeadershipTransfer()
+	} else {
+		f = r.LeadershipTransferToServer(target.ID, target.Address)
 	}
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("group %d: leadership transfer: %w", g.id, leaderErr(err))

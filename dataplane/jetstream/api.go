@@ -28,7 +28,7 @@ func (a *jsAccount) onAPI(subject, reply, hdr, msg []byte) {
 	meta := false
 	if a.e.cl != nil {
 		var answer bool
-		if answer, meta = a.clusterAdmit(string(subject), string(reply)); !answer {
+		if answer, meta = a.clusterAdmit(subject, reply, hdr, msg); !answer {
 			return
 		}
 	}

@@ -652,6 +652,25 @@ func (ap *applier) release(job *commitJob) {
 	ap.mu.Unlock()
 }
 
+// waitIdle waits, at most wait, until no group is in flight, and
+// reports whether none is.
+func (ap *applier) waitIdle(wait time.Duration) bool {
+	expired := false
+	t := time.AfterFunc(wait, func() {
+		ap.mu.Lock()
+		expired = true
+		ap.mu.idle.Broadcast()
+		ap.mu.Unlock()
+	})
+	defer t.Stop()
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	for ap.mu.inflight > 0 && !expired {
+		ap.mu.idle.Wait()
+	}
+	return ap.mu.inflight == 0
+}
+
 // complete marks job's messages durable and answers its proposals.
 func (ap *applier) complete(job *commitJob, err error) {
 	if err == nil {

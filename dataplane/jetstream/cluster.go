@@ -157,6 +157,9 @@ type clusterState struct {
 		// previous leader never got to answer is not lost to the
 		// hand-over.
 		unserved map[uint16][]keptEntry // guarded by mu
+		// held holds, by partition, the API requests this node got as
+		// the partition's leader before it served it (holdRequest).
+		held map[uint16][]*heldRequest // guarded by mu
 		// metaReady: this node leads the meta group and has applied every
 		// entry committed before it became leader, so its catalog can
 		// assign ids and check names.
@@ -197,6 +200,7 @@ func newClusterState(e *Engine) *clusterState {
 	c := &clusterState{e: e, catalog: newMetaCatalog(), digests: newDigests(), quit: make(chan struct{})}
 	c.mu.parts = map[uint16]*applier{}
 	c.mu.unserved = map[uint16][]keptEntry{}
+	c.mu.held = map[uint16][]*heldRequest{}
 	c.mu.since = map[uint16]time.Time{}
 	return c
 }
@@ -317,6 +321,35 @@ func (c *clusterState) leadLoop(g uint16, ch chan bool) {
 	}
 }
 
+// HandOver readies partition g for a planned transfer of its leadership
+// away from this node (see cluster.Group.OnHandOver). The term ends with
+// it: the partition's applier proposes nothing more (what arrives is
+// refused as never appended, which a publisher retries, reaching the new
+// leader), and HandOver waits, at most wait, for the entries already
+// proposed to commit, so their proposers are answered instead of left
+// with an unknown fate. If the transfer then fails while this node still
+// leads, a fresh term reloads the partition. Not for the meta group,
+// whose entries are answered by whoever applies them.
+func (e *Engine) HandOver(g uint16, wait time.Duration) (after func(err error)) {
+	c := e.cl
+	if c == nil || g == 0 {
+		return func(error) {}
+	}
+	ap := c.partition(g)
+	if ap == nil {
+		return func(error) {}
+	}
+	ap.lost.Store(true)
+	if !ap.waitIdle(wait) {
+		e.log.Warn("jetstream partition hand-over: entries still in flight", "group", g, "waited", wait)
+	}
+	return func(err error) {
+		if err != nil && c.partition(g) == ap {
+			c.reload(g)
+		}
+	}
+}
+
 // retakeAfter is how long a failed take waits before it is tried again.
 const retakeAfter = 250 * time.Millisecond
 
@@ -402,6 +435,8 @@ func (c *clusterState) take(g uint16) bool {
 	c.mu.parts[g] = ap
 	kept := c.mu.unserved[g]
 	delete(c.mu.unserved, g)
+	held := c.mu.held[g]
+	delete(c.mu.held, g)
 	c.mu.Unlock()
 	if u := c.usage(g); u != nil {
 		u.led.Store(ap)
@@ -418,6 +453,7 @@ func (c *clusterState) take(g uint16) bool {
 			c.serveEntry(k.ent)
 		}
 	}
+	runHeld(held)
 	e.log.Info("jetstream partition led here", "group", g, "streams", len(streams))
 	return true
 }

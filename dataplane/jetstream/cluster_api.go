@@ -1,8 +1,10 @@
 package jetstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,8 +27,11 @@ import (
 // The others stay silent. With no leader to answer (none known for the
 // meta group, or for the partition of a stream the catalog knows), a node
 // says 10008 after errRespDelay, as nats-server does; a client with a
-// shorter timeout hears nothing. Never a definite answer from a node that
-// does not know: a stream the catalog holds is never "not found".
+// shorter timeout hears nothing. A partition's new leader still loading
+// it (take) holds the requests for its streams until it serves them
+// (holdRequest): the old leader has let go of them by then. Never a
+// definite answer from a node that does not know: a stream the catalog
+// holds is never "not found".
 
 // metaOps are the operations decided by the meta leader.
 var metaOps = map[string]bool{"STREAM.CREATE": true, "STREAM.UPDATE": true, "STREAM.DELETE": true}
@@ -45,11 +50,12 @@ const errRespDelay = 500 * time.Millisecond
 // clusterAdmit decides whether this node answers the request on subject;
 // meta operations it accepts are marked for the meta path. A request
 // nobody can answer for want of a leader gets 10008 on reply, later.
-func (a *jsAccount) clusterAdmit(subject, reply string) (answer, meta bool) {
+func (a *jsAccount) clusterAdmit(subj, rep, hdr, msg []byte) (answer, meta bool) {
 	c := a.e.cl
 	if c.r == nil {
 		return false, false
 	}
+	subject, reply := string(subj), string(rep)
 	op := a.apiOpName(subject)
 	if systemOps[op] {
 		return false, false // served by cluster_sys.go in the system account only
@@ -91,6 +97,12 @@ func (a *jsAccount) clusterAdmit(subject, reply string) (answer, meta bool) {
 	if stream != "" {
 		if asg := c.catalog.lookup(a.acc.Name(), stream); asg != nil {
 			if g := asg.group(); g != 0 {
+				if c.r.Group(g).IsLeader() {
+					// Served meanwhile: answered if the stream is loaded
+					// now (one not loaded yet is never "not found").
+					served := c.holdRequest(g, a, r, subj, rep, hdr, msg)
+					return served && a.lookup(stream) != nil, false
+				}
 				return leaderless(g), false
 			}
 			return false, false
@@ -107,6 +119,65 @@ func (a *jsAccount) clusterAdmit(subject, reply string) (answer, meta bool) {
 		return true, false
 	}
 	return leaderless(0), false
+}
+
+// heldRequest is an API request held by a partition's new leader until
+// it serves the partition (see holdRequest).
+type heldRequest struct {
+	a                        *jsAccount
+	fail                     func(*api.Error) any
+	subject, reply, hdr, msg []byte
+	timer                    *time.Timer
+}
+
+// Bounds on the requests a new leader holds: how many per partition (past
+// that they go unanswered, as before a leader serves), and how long each
+// waits before it is told 10008.
+const (
+	maxHeldRequests = 1024
+	holdTimeout     = 2 * time.Second
+)
+
+// holdRequest keeps an API request for a stream of partition g, which
+// raft says this node leads but which it has not loaded yet, until take
+// serves g and runs it again; if that does not happen within holdTimeout
+// the requester is told 10008. The old leader stopped answering for g
+// when it let go, and every node got the request: without this, a
+// request that arrived between the two went unanswered. It reports
+// whether g is served already, so the request is answered now.
+func (c *clusterState) holdRequest(g uint16, a *jsAccount, r apiRoute, subject, reply, hdr, msg []byte) (served bool) {
+	h := &heldRequest{a: a, fail: r.fail, subject: bytes.Clone(subject), reply: bytes.Clone(reply),
+		hdr: bytes.Clone(hdr), msg: bytes.Clone(msg)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.parts[g] != nil {
+		return true
+	}
+	if len(c.mu.held[g]) >= maxHeldRequests {
+		return false
+	}
+	c.mu.held[g] = append(c.mu.held[g], h)
+	h.timer = time.AfterFunc(holdTimeout, func() {
+		c.mu.Lock()
+		i := slices.Index(c.mu.held[g], h)
+		if i >= 0 {
+			c.mu.held[g] = slices.Delete(c.mu.held[g], i, i+1)
+		}
+		c.mu.Unlock()
+		if i >= 0 && len(h.reply) > 0 && h.fail != nil {
+			h.a.reply(string(h.reply), h.fail(api.NewClusterNotAvailableError()))
+		}
+	})
+	return false
+}
+
+// runHeld runs again the requests held for partition g, which this node
+// now serves.
+func runHeld(held []*heldRequest) {
+	for _, h := range held {
+		h.timer.Stop()
+		h.a.onAPI(h.subject, h.reply, h.hdr, h.msg)
+	}
 }
 
 // readFenceTimeout bounds a read's wait for its group's leadership to be

@@ -3,7 +3,9 @@ package jetstream
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -256,6 +258,133 @@ func TestClusterPublishAfterLeadershipMovedIsRetried(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("publish to the released stream not answered")
+	}
+}
+
+// TestClusterTransferAnswersInFlight: a planned transfer of a partition's
+// leadership (a stepdown, a balancing move, a shutdown) while publishes
+// stream in leaves none of them unanswered: each gets its PubAck, or no
+// responders (never stored; a stock client retries, reaching the new
+// leader). Raft ends the old leader's term with its entries in flight,
+// whose fate the old leader never learns; the hand-over lets them commit
+// first. Every acknowledged message is in the new leader's stream, and
+// nothing else is.
+func TestClusterTransferAnswersInFlight(t *testing.T) {
+	acc, nodes, asg, old := streamSCluster(t)
+	a := old.e.account("A")
+	s := a.lookup("S")
+	if s == nil {
+		t.Fatal("the partition's leader does not hold S")
+	}
+	capture := s.capture(a)
+	var mu sync.Mutex
+	answers := map[string]string{} // reply subject: "ack" or "none"
+	unsub, err := acc.SubscribeInternal("_INBOX.t.*", func(subject, _, hdr, _ []byte) {
+		kind := "ack"
+		if string(hdr) == string(noResponders) {
+			kind = "none"
+		}
+		mu.Lock()
+		answers[string(subject)] = kind
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unsub()
+	answered := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(answers)
+	}
+	// Publish until the old leader has released S, the transfer under
+	// way meanwhile; each publish waits its turn in the stream's flow
+	// control as a client connection would.
+	released := make(chan struct{})
+	sent := 0
+	go func() {
+		waitForCond(t, "publishes acknowledged before the transfer", func() bool { return answered() >= 200 })
+		if err := old.group(asg.group()).TransferLeadership(without(nodes, old)[0].name); err != nil {
+			t.Errorf("transfer: %v", err)
+		}
+		waitForCond(t, "the old leader released S", func() bool { return a.lookup("S") == nil })
+		close(released)
+	}()
+	for done := false; !done; {
+		select {
+		case <-released:
+			done = true
+		default:
+		}
+		if wait := capture([]byte("s.x"), []byte("_INBOX.t."+strconv.Itoa(sent)), nil, []byte("m"), false); wait != nil {
+			<-wait
+		}
+		sent++
+	}
+	waitForCond(t, "every publish answered", func() bool { return answered() == sent })
+	acks := 0
+	for _, kind := range answers {
+		if kind == "ack" {
+			acks++
+		}
+	}
+	lead := leaderOf(nodes, asg.group())
+	var stored uint64
+	waitForCond(t, "a new leader serving S", func() bool {
+		lead = leaderOf(nodes, asg.group())
+		if lead == nil || lead == old || lead.e.account("A") == nil || lead.e.account("A").lookup("S") == nil {
+			return false
+		}
+		info, aerr := lead.e.account("A").lookup("S").info(&api.StreamInfoRequest{})
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		stored = info.State.Msgs
+		return true
+	})
+	if stored != uint64(acks) {
+		t.Fatalf("the new leader's S holds %d messages; %d of %d publishes were acknowledged", stored, acks, sent)
+	}
+	t.Logf("%d publishes: %d acknowledged, %d answered no responders", sent, acks, sent-acks)
+}
+
+// TestClusterNewLeaderHoldsRequests: a request for a stream reaches every
+// node; one that arrives while the partition's new leader is still
+// loading it (raft says it leads, take has not finished) is held there
+// and answered once the partition is served, not dropped: the old leader
+// has let go of it by then, so nobody else answers. One not served in
+// time is told 10008.
+func TestClusterNewLeaderHoldsRequests(t *testing.T) {
+	acc, _, asg, lead := streamSCluster(t)
+	c, g := lead.e.cl, asg.group()
+	heldNow := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.mu.held[g])
+	}
+	c.release(g) // raft still has lead leading g: as between election and take
+	got := callAsync(acc, "$JS.API.STREAM.INFO.S", nil, 10*time.Second)
+	waitForCond(t, "the request held", func() bool { return heldNow() == 1 })
+	if !c.take(g) {
+		t.Fatal("take failed")
+	}
+	ans := <-got
+	var info api.StreamInfoResponse
+	if !ans.ok || json.Unmarshal(ans.body, &info) != nil || info.Error != nil || info.Config.Name != "S" {
+		t.Fatalf("held stream info answered %q (answered: %v), want S's info", ans.body, ans.ok)
+	}
+
+	c.release(g)
+	got = callAsync(acc, "$JS.API.STREAM.INFO.S", nil, 10*time.Second)
+	ans = <-got
+	if !ans.ok || json.Unmarshal(ans.body, &info) != nil || info.Error == nil || info.Error.ErrCode != api.CodeClusterNotAvailable {
+		t.Fatalf("request held past holdTimeout answered %q (answered: %v), want 10008", ans.body, ans.ok)
+	}
+	if n := heldNow(); n != 0 {
+		t.Fatalf("%d requests still held after their timeout", n)
+	}
+	if !c.take(g) {
+		t.Fatal("take failed")
 	}
 }
 

@@ -138,7 +138,12 @@ func (g testGroup) Barrier(timeout time.Duration) error {
 	return cluster.Stoppable(g.r.Barrier(timeout), g.n.quit).Error()
 }
 func (g testGroup) ReadFence(timeout time.Duration) error { return g.Barrier(timeout) }
-func (g testGroup) TransferLeadership(to string) error {
+func (g testGroup) TransferLeadership(to string) (err error) {
+	// As cluster.Group does with the hook the server registers.
+	if g.IsLeader() {
+		after := g.n.e.HandOver(g.id, time.Second)
+		defer func() { after(err) }()
+	}
 	if to == "" {
 		return g.r.LeadershipTransfer().Error()
 	}
