@@ -48,21 +48,23 @@ var systemOps = map[string]bool{"META.LEADER.STEPDOWN": true, "SERVER.REMOVE": t
 const errRespDelay = 500 * time.Millisecond
 
 // clusterAdmit decides whether this node answers the request on subject;
-// meta operations it accepts are marked for the meta path. A request
-// nobody can answer for want of a leader gets 10008 on reply, later.
-func (a *jsAccount) clusterAdmit(subj, rep, hdr, msg []byte) (answer, meta bool) {
+// meta operations it accepts are marked for the meta path, and requests
+// for a stream this node holds while raft has another lead (or elect a
+// leader for) its partition are marked deposed. A request nobody can
+// answer for want of a leader gets 10008 on reply, later.
+func (a *jsAccount) clusterAdmit(subj, rep, hdr, msg []byte) (answer, meta, deposed bool) {
 	c := a.e.cl
 	if c.r == nil {
-		return false, false
+		return false, false, false
 	}
 	subject, reply := string(subj), string(rep)
 	op := a.apiOpName(subject)
 	if systemOps[op] {
-		return false, false // served by cluster_sys.go in the system account only
+		return false, false, false // served by cluster_sys.go in the system account only
 	}
 	if !a.enabled.Load() {
 		// Nothing of the account runs anywhere: one node says so.
-		return c.metaLeader(), false
+		return c.metaLeader(), false, false
 	}
 	r, name, routed := routeOf(op)
 	route, rest := op, ""
@@ -81,44 +83,45 @@ func (a *jsAccount) clusterAdmit(subj, rep, hdr, msg []byte) (answer, meta bool)
 	switch {
 	case metaOps[route]:
 		if c.metaLeader() {
-			return true, true
+			return true, true, false
 		}
-		return leaderless(0), false
+		return leaderless(0), false, false
 	case catalogReads[route]:
 		if c.metaLeader() {
-			return true, false
+			return true, false, false
 		}
-		return leaderless(0), false
+		return leaderless(0), false, false
 	}
 	stream, _, _ := strings.Cut(rest, ".")
-	if stream != "" && a.lookup(stream) != nil {
-		return true, false
-	}
 	if stream != "" {
+		if s := a.lookup(stream); s != nil {
+			g := groupOf(s.id)
+			return true, false, g != 0 && !c.r.Group(g).IsLeader()
+		}
 		if asg := c.catalog.lookup(a.acc.Name(), stream); asg != nil {
 			if g := asg.group(); g != 0 {
 				if c.r.Group(g).IsLeader() {
 					// Served meanwhile: answered if the stream is loaded
 					// now (one not loaded yet is never "not found").
 					served := c.holdRequest(g, a, r, subj, rep, hdr, msg)
-					return served && a.lookup(stream) != nil, false
+					return served && a.lookup(stream) != nil, false, false
 				}
-				return leaderless(g), false
+				return leaderless(g), false, false
 			}
-			return false, false
+			return false, false, false
 		}
 		if route == "DIRECT.GET" {
 			// No such stream: a mirror_direct mirror of it answers, on
 			// the node that holds the mirror.
 			if m := c.catalog.directMirror(a.acc.Name(), stream); m != "" {
-				return a.lookup(m) != nil, false
+				return a.lookup(m) != nil, false, false
 			}
 		}
 	}
 	if c.metaLeader() {
-		return true, false
+		return true, false, false
 	}
-	return leaderless(0), false
+	return leaderless(0), false, false
 }
 
 // heldRequest is an API request held by a partition's new leader until

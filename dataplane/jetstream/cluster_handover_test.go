@@ -388,6 +388,38 @@ func TestClusterNewLeaderHoldsRequests(t *testing.T) {
 	}
 }
 
+// TestClusterDeposedLeaderSilentOnRefusal: a node handing a partition
+// over refuses its requests as not appended; it says 10008 for one that
+// arrived while raft still had it lead (the next leader never holds
+// those), and nothing for one that arrived once raft had deposed it,
+// which the next leader holds and runs: two answers would contradict
+// each other.
+func TestClusterDeposedLeaderSilentOnRefusal(t *testing.T) {
+	acc, _, asg, lead := streamSCluster(t)
+	a := lead.e.account("A")
+	var answers atomic.Int64
+	var last atomic.Value
+	unsub, _ := acc.SubscribeInternal("_INBOX.deposed", func(_, _, _, msg []byte) {
+		answers.Add(1)
+		last.Store(string(msg))
+	})
+	defer unsub()
+	lead.e.cl.partition(asg.group()).lost.Store(true) // as HandOver fences it
+	create := func(name string, deposed bool) {
+		body := fmt.Sprintf(`{"stream_name":"S","config":{"name":%q,"ack_policy":"explicit"}}`, name)
+		a.serve(apiRequest{a: a, subject: "$JS.API.CONSUMER.CREATE.S." + name, reply: "_INBOX.deposed", body: []byte(body), deposed: deposed})
+	}
+	create("C1", false)
+	if n := answers.Load(); n != 1 || !strings.Contains(last.Load().(string), "10008") {
+		t.Fatalf("a refused request from while this node led: %d answers, last %v; want one 10008", n, last.Load())
+	}
+	create("C2", true)
+	if n := answers.Load(); n != 1 {
+		t.Fatalf("a refused request from after raft deposed this node was answered (%v); want silence", last.Load())
+	}
+	lead.e.cl.reload(asg.group())
+}
+
 // TestClusterFencedRepliesBounded: a read's reply waits for its fence off
 // the API worker, up to maxFencingReplies per account; past that the
 // worker waits, so the reply is sent by the time serve returns.
