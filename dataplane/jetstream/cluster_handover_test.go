@@ -233,12 +233,7 @@ func TestClusterLostStreamNotDenied(t *testing.T) {
 // "JetStream not enabled" (10076), which they do not retry.
 func TestClusterPublishAfterLeadershipMovedIsRetried(t *testing.T) {
 	acc, nodes, asg, old := streamSCluster(t)
-	a := old.e.account("A")
-	s := a.lookup("S")
-	if s == nil {
-		t.Fatal("the partition's leader does not hold S")
-	}
-	capture := s.capture(a)
+	a, capture := captureS(t, old)
 	to := without(nodes, old)[0]
 	if err := old.group(asg.group()).TransferLeadership(to.name); err != nil {
 		t.Fatal(err)
@@ -271,12 +266,7 @@ func TestClusterPublishAfterLeadershipMovedIsRetried(t *testing.T) {
 // nothing else is.
 func TestClusterTransferAnswersInFlight(t *testing.T) {
 	acc, nodes, asg, old := streamSCluster(t)
-	a := old.e.account("A")
-	s := a.lookup("S")
-	if s == nil {
-		t.Fatal("the partition's leader does not hold S")
-	}
-	capture := s.capture(a)
+	a, capture := captureS(t, old)
 	var mu sync.Mutex
 	answers := map[string]string{} // reply subject: "ack" or "none"
 	unsub, err := acc.SubscribeInternal("_INBOX.t.*", func(subject, _, hdr, _ []byte) {
@@ -438,6 +428,18 @@ func TestClusterFencedRepliesBounded(t *testing.T) {
 	a.serve(apiRequest{a: a, subject: "$JS.API.STREAM.INFO.S", reply: "_INBOX.fenced"})
 	waitForCond(t, "the read fenced off the worker answered", func() bool { return answers.Load() == 2 })
 	waitForCond(t, "no reply left fencing", func() bool { return a.fencing.Load() == 0 })
+}
+
+// captureS is stream S's publish path on nd, the partition's leader, with
+// nd's account A.
+func captureS(t *testing.T, nd *testNode) (*jsAccount, func(subject, reply, hdr, msg []byte, routed bool) <-chan struct{}) {
+	t.Helper()
+	a := nd.e.account("A")
+	s := a.lookup("S")
+	if s == nil {
+		t.Fatal("the partition's leader does not hold S")
+	}
+	return a, s.capture(a)
 }
 
 // streamSCluster starts three nodes of one partition for account A and
