@@ -195,7 +195,11 @@ func mirrorScenario(t *testing.T, tg *jsTarget) []string {
 	for i := 11; i <= 13; i++ {
 		jsPublish(t, js, "o.a", fmt.Sprintf("m%d", i))
 	}
-	// The raw stream info members, as JSON.
+	info := waitSourced(t, js, "M", 12)
+	out = append(out, fmt.Sprintf("M after more: last=%d", info.State.LastSeq))
+	waitSourced(t, js, "S", 19)
+	// The raw stream info members, as JSON, once both have caught up
+	// (before, what one had sourced yet was a race).
 	for _, name := range []string{"M", "S"} {
 		r := mustAPI(t, tg.nc, "$JS.API.STREAM.INFO."+name, "")
 		var doc struct {
@@ -218,9 +222,6 @@ func mirrorScenario(t *testing.T, tg *jsTarget) []string {
 		sort.Strings(lines)
 		out = append(out, lines...)
 	}
-	info := waitSourced(t, js, "M", 12)
-	out = append(out, fmt.Sprintf("M after more: last=%d", info.State.LastSeq))
-	waitSourced(t, js, "S", 19)
 	out = append(out, storedLines(t, js, "S", true, "Nats-Stream-Source")...)
 	return out
 }
