@@ -21,18 +21,14 @@ type apiRequest struct {
 	// meta: this node leads the meta group and runs the request's
 	// cluster-wide checks and its meta entry (metaServe).
 	meta bool
-	// deposed: when the request arrived, this node still held its
-	// stream but raft no longer had it lead the stream's partition (see
-	// serve).
-	deposed bool
 }
 
 // onAPI receives every request on the account's API subjects.
 func (a *jsAccount) onAPI(subject, reply, hdr, msg []byte) {
-	meta, deposed := false, false
+	meta := false
 	if a.e.cl != nil {
 		var answer bool
-		if answer, meta, deposed = a.clusterAdmit(subject, reply, hdr, msg); !answer {
+		if answer, meta = a.clusterAdmit(subject, reply, hdr, msg); !answer {
 			return
 		}
 	}
@@ -53,7 +49,7 @@ func (a *jsAccount) onAPI(subject, reply, hdr, msg []byte) {
 	// the apply path (a create waits for its fsync); scheduled fairly per
 	// account (apisched.go).
 	req := apiRequest{a: a, subject: string(subject), reply: string(reply),
-		hdr: bytes.Clone(hdr), body: bytes.Clone(msg), meta: meta, deposed: deposed}
+		hdr: bytes.Clone(hdr), body: bytes.Clone(msg), meta: meta}
 	if !a.e.apiSched.submit(&a.lane, req, !apiReadOnly(a.apiOpName(req.subject))) {
 		// This account's queue is full: say so rather than queue without
 		// bound. Other accounts' requests are still accepted.
@@ -204,14 +200,6 @@ func (a *jsAccount) serve(req apiRequest) {
 		// from this node: it will happen, and the partition's next leader
 		// runs it again and answers (keepEntry). A 10008 would tell the
 		// client it did not.
-		return
-	}
-	if req.deposed && replyCarries(resp, isNotAppended) {
-		// It arrived after another node was elected to lead the
-		// partition (or while one was being elected): that node holds
-		// it until it serves the partition and runs it (holdRequest),
-		// or says 10008 itself. A 10008 from here could contradict a
-		// request that does happen.
 		return
 	}
 	if req.asg == nil && replyCarries(resp, isStreamNotFound) && a.lostStream(name) {

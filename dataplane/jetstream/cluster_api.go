@@ -48,23 +48,21 @@ var systemOps = map[string]bool{"META.LEADER.STEPDOWN": true, "SERVER.REMOVE": t
 const errRespDelay = 500 * time.Millisecond
 
 // clusterAdmit decides whether this node answers the request on subject;
-// meta operations it accepts are marked for the meta path, and requests
-// for a stream this node holds while raft has another lead (or elect a
-// leader for) its partition are marked deposed. A request nobody can
-// answer for want of a leader gets 10008 on reply, later.
-func (a *jsAccount) clusterAdmit(subj, rep, hdr, msg []byte) (answer, meta, deposed bool) {
+// meta operations it accepts are marked for the meta path. A request
+// nobody can answer for want of a leader gets 10008 on reply, later.
+func (a *jsAccount) clusterAdmit(subj, rep, hdr, msg []byte) (answer, meta bool) {
 	c := a.e.cl
 	if c.r == nil {
-		return false, false, false
+		return false, false
 	}
 	subject, reply := string(subj), string(rep)
 	op := a.apiOpName(subject)
 	if systemOps[op] {
-		return false, false, false // served by cluster_sys.go in the system account only
+		return false, false // served by cluster_sys.go in the system account only
 	}
 	if !a.enabled.Load() {
 		// Nothing of the account runs anywhere: one node says so.
-		return c.metaLeader(), false, false
+		return c.metaLeader(), false
 	}
 	r, name, routed := routeOf(op)
 	route, rest := op, ""
@@ -83,20 +81,29 @@ func (a *jsAccount) clusterAdmit(subj, rep, hdr, msg []byte) (answer, meta, depo
 	switch {
 	case metaOps[route]:
 		if c.metaLeader() {
-			return true, true, false
+			return true, true
 		}
-		return leaderless(0), false, false
+		return leaderless(0), false
 	case catalogReads[route]:
 		if c.metaLeader() {
-			return true, false, false
+			return true, false
 		}
-		return leaderless(0), false, false
+		return leaderless(0), false
 	}
 	stream, _, _ := strings.Cut(rest, ".")
 	if stream != "" {
 		if s := a.lookup(stream); s != nil {
-			g := groupOf(s.id)
-			return true, false, g != 0 && !c.r.Group(g).IsLeader()
+			if g := groupOf(s.id); g != 0 && !c.r.Group(g).IsLeader() {
+				// Deposed: raft has another node lead the partition (or
+				// elect a leader for it) and this one holds the stream
+				// only until its release runs. The new leader answers
+				// (holdRequest), or with none yet, 10008 comes later;
+				// an answer from here could contradict the new
+				// leader's (a stepdown "not the leader", a 10008 for a
+				// request the new leader runs).
+				return leaderless(g), false
+			}
+			return true, false
 		}
 		if asg := c.catalog.lookup(a.acc.Name(), stream); asg != nil {
 			if g := asg.group(); g != 0 {
@@ -104,24 +111,24 @@ func (a *jsAccount) clusterAdmit(subj, rep, hdr, msg []byte) (answer, meta, depo
 					// Served meanwhile: answered if the stream is loaded
 					// now (one not loaded yet is never "not found").
 					served := c.holdRequest(g, a, r, subj, rep, hdr, msg)
-					return served && a.lookup(stream) != nil, false, false
+					return served && a.lookup(stream) != nil, false
 				}
-				return leaderless(g), false, false
+				return leaderless(g), false
 			}
-			return false, false, false
+			return false, false
 		}
 		if route == "DIRECT.GET" {
 			// No such stream: a mirror_direct mirror of it answers, on
 			// the node that holds the mirror.
 			if m := c.catalog.directMirror(a.acc.Name(), stream); m != "" {
-				return a.lookup(m) != nil, false, false
+				return a.lookup(m) != nil, false
 			}
 		}
 	}
 	if c.metaLeader() {
-		return true, false, false
+		return true, false
 	}
-	return leaderless(0), false, false
+	return leaderless(0), false
 }
 
 // heldRequest is an API request held by a partition's new leader until

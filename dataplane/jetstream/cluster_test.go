@@ -41,6 +41,10 @@ type testNode struct {
 	wiredOnce sync.Once
 	// peers are every node of the test cluster, by name, for Call.
 	peers map[string]*testNode
+	// gate, while set, holds back raft's leadership notifications to
+	// the engine until it closes: the engine then acts on a change
+	// late, as a busy node does.
+	gate atomic.Pointer[chan struct{}]
 
 	mu struct {
 		sync.Mutex
@@ -271,6 +275,13 @@ func startTestClusterOn(t *testing.T, fss []vfs.FS, parts int, acc *fakeAccount,
 				for {
 					select {
 					case v := <-notify:
+						if gate := nd.gate.Load(); gate != nil {
+							select {
+							case <-*gate:
+							case <-nd.quit:
+								return
+							}
+						}
 						e.LeaderChanged(g, v)
 					case <-nd.quit:
 						return
