@@ -291,9 +291,13 @@ func (c *clusterState) leadLoop(g uint16, ch chan bool) {
 		case <-retry:
 			retry = nil
 		case <-reload:
-			// This node's term ended (an entry of unknown fate) but raft
-			// still has it lead: drop the term, start a fresh one.
-			if leading && g != 0 {
+			// This node's term ended (an entry of unknown fate, a failed
+			// hand-over) but raft still has it lead: drop the term, start
+			// a fresh one. Only a term whose applier is lost is dropped:
+			// a second request for the same ended term (entryLost's and
+			// the hand-over's both) arriving after the fresh term started
+			// would otherwise end that one too.
+			if ap := c.partition(g); leading && g != 0 && ap != nil && ap.lost.Load() {
 				c.release(g)
 				leading = false
 			}
@@ -344,7 +348,7 @@ func (e *Engine) HandOver(g uint16, wait time.Duration) (after func(err error)) 
 		e.log.Warn("jetstream partition hand-over: entries still in flight", "group", g, "waited", wait)
 	}
 	return func(err error) {
-		if err != nil && c.partition(g) == ap {
+		if err != nil {
 			c.reload(g)
 		}
 	}

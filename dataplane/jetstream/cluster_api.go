@@ -156,8 +156,6 @@ const (
 // request that arrived between the two went unanswered. It reports
 // whether g is served already, so the request is answered now.
 func (c *clusterState) holdRequest(g uint16, a *jsAccount, r apiRoute, subject, reply, hdr, msg []byte) (served bool) {
-	h := &heldRequest{a: a, fail: r.fail, subject: bytes.Clone(subject), reply: bytes.Clone(reply),
-		hdr: bytes.Clone(hdr), msg: bytes.Clone(msg)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.parts[g] != nil {
@@ -166,6 +164,8 @@ func (c *clusterState) holdRequest(g uint16, a *jsAccount, r apiRoute, subject, 
 	if len(c.mu.held[g]) >= maxHeldRequests {
 		return false
 	}
+	h := &heldRequest{a: a, fail: r.fail, subject: bytes.Clone(subject), reply: bytes.Clone(reply),
+		hdr: bytes.Clone(hdr), msg: bytes.Clone(msg)}
 	c.mu.held[g] = append(c.mu.held[g], h)
 	h.timer = time.AfterFunc(holdTimeout, func() {
 		c.mu.Lock()
