@@ -20,18 +20,25 @@ var (
 	cliJSONRE    = regexp.MustCompile(`"(_nats\.ver|_nats\.level|leader|created|ts|first_ts|last_ts|bytes)": ("[^"]*"|\d+)`)
 	cliRuleRE    = regexp.MustCompile(`─+`)
 	cliSpaceRE   = regexp.MustCompile(` +`)
+	// cliElapsedRE finds what is left of an elapsed time of a minute or
+	// more ("1m2.5s" is "1mDUR" once normalize has run) in a table cell
+	// or in parentheses, where the two servers' runs may straddle it.
+	cliElapsedRE = regexp.MustCompile(`([(│] ?)(\d+[ydhm])+DUR`)
 )
 
 // normalizeCLI removes from CLI output what legitimately differs between
 // servers and runs: times, sizes (each store counts a message's overhead
 // its own way), versions, ids, and the table widths they cause.
 func normalizeCLI(s, url string) string {
+	// Dates first: normalize would turn their seconds into N and leave
+	// the minute, which two runs may straddle.
+	s = cliDateRE.ReplaceAllString(s, "DATE")
 	s = normalize(s, url)
+	s = cliElapsedRE.ReplaceAllString(s, "${1}DUR")
 	// go-cmp's diffs (nats stream edit) mix in non-breaking spaces at
 	// random, so that nobody compares them verbatim; we compare them
 	// anyway, spaces being spaces.
 	s = strings.ReplaceAll(s, "\u00a0", " ")
-	s = cliDateRE.ReplaceAllString(s, "DATE")
 	s = cliSizeRE.ReplaceAllString(s, "SIZE")
 	s = cliVersionRE.ReplaceAllString(s, "$1: VERSION")
 	s = cliLevelRE.ReplaceAllString(s, "hosted at level LEVEL")
