@@ -140,10 +140,16 @@ func (s *apiScheduler) admitLocked(l *apiLane, size int) bool {
 	if len(l.queue) >= s.lim.queue || l.bytes+size > s.lim.queueBytes {
 		return false
 	}
-	if s.mu.bytes+size > s.lim.totalBytes && l.bytes+size > s.lim.totalBytes/max(1, s.mu.lanes) {
-		return false
-	}
-	return true
+	return fairShare(l.bytes, size, s.mu.bytes, s.lim.totalBytes, s.mu.lanes)
+}
+
+// fairShare reports whether a holder of mine bytes, one of holders
+// sharing a pool that holds total bytes against limit, may add size more:
+// anyone may within the limit; past it only a holder below an equal share
+// of it. So one holder's flood never refuses the others, while what the
+// pool holds past limit is each holder's share at most.
+func fairShare(mine, size, total, limit, holders int) bool {
+	return total+size <= limit || mine+size <= limit/max(1, holders)
 }
 
 // canStart reports whether l's oldest request may start now.

@@ -158,8 +158,14 @@ type clusterState struct {
 		// hand-over.
 		unserved map[uint16][]keptEntry // guarded by mu
 		// held holds, by partition, the API requests this node got as
-		// the partition's leader before it served it (holdRequest).
-		held map[uint16][]*heldRequest // guarded by mu
+		// the partition's leader before it served it (holdRequest);
+		// heldBy and heldBytes count their sizes by account and in all.
+		// Invariant: heldBytes is the sum of heldBy, which is the sum
+		// of the sizes in held; an account holding nothing is not in
+		// heldBy.
+		held      map[uint16]*heldQueue // guarded by mu
+		heldBy    map[*jsAccount]int    // guarded by mu
+		heldBytes int                   // guarded by mu
 		// metaReady: this node leads the meta group and has applied every
 		// entry committed before it became leader, so its catalog can
 		// assign ids and check names.
@@ -200,7 +206,8 @@ func newClusterState(e *Engine) *clusterState {
 	c := &clusterState{e: e, catalog: newMetaCatalog(), digests: newDigests(), quit: make(chan struct{})}
 	c.mu.parts = map[uint16]*applier{}
 	c.mu.unserved = map[uint16][]keptEntry{}
-	c.mu.held = map[uint16][]*heldRequest{}
+	c.mu.held = map[uint16]*heldQueue{}
+	c.mu.heldBy = map[*jsAccount]int{}
 	c.mu.since = map[uint16]time.Time{}
 	return c
 }
@@ -439,8 +446,7 @@ func (c *clusterState) take(g uint16) bool {
 	c.mu.parts[g] = ap
 	kept := c.mu.unserved[g]
 	delete(c.mu.unserved, g)
-	held := c.mu.held[g]
-	delete(c.mu.held, g)
+	held := c.takeHeldLocked(g)
 	c.mu.Unlock()
 	if u := c.usage(g); u != nil {
 		u.led.Store(ap)

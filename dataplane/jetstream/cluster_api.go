@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -137,15 +136,29 @@ type heldRequest struct {
 	a                        *jsAccount
 	fail                     func(*api.Error) any
 	subject, reply, hdr, msg []byte
-	timer                    *time.Timer
+	size                     int       // what it counts against the bounds below
+	deadline                 time.Time // when it is told 10008 if still held
 }
 
-// Bounds on the requests a new leader holds: how many per partition (past
-// that they go unanswered, as before a leader serves), and how long each
-// waits before it is told 10008.
+// heldQueue is one partition's held requests, oldest first, and the one
+// timer that tells them 10008 as their deadlines pass: every request
+// waits holdTimeout from its arrival, so arrival order is deadline order.
+type heldQueue struct {
+	reqs  []*heldRequest
+	timer *time.Timer
+}
+
+// Bounds on the requests a new leader holds, node-wide, in bytes counted
+// with heldOverhead per request (so they bound tiny requests' count and
+// timers too): an account holds at most maxHeldAccountBytes, and past
+// maxHeldBytes only an account below an equal share holds more
+// (fairShare). A request past them goes unanswered, as before a leader
+// serves. Each waits holdTimeout at most before it is told 10008.
 const (
-	maxHeldRequests = 1024
-	holdTimeout     = 2 * time.Second
+	heldOverhead        = 512
+	maxHeldAccountBytes = 4 << 20
+	maxHeldBytes        = 16 << 20
+	holdTimeout         = 2 * time.Second
 )
 
 // holdRequest keeps an API request for a stream of partition g, which
@@ -161,31 +174,84 @@ func (c *clusterState) holdRequest(g uint16, a *jsAccount, r apiRoute, subject, 
 	if c.mu.parts[g] != nil {
 		return true
 	}
-	if len(c.mu.held[g]) >= maxHeldRequests {
+	size := heldOverhead + len(subject) + len(reply) + len(hdr) + len(msg)
+	// An account holding nothing may always hold one request, so that
+	// another account's flood never leaves it unanswered.
+	if mine, holding := c.mu.heldBy[a]; holding &&
+		(mine+size > maxHeldAccountBytes || !fairShare(mine, size, c.mu.heldBytes, maxHeldBytes, len(c.mu.heldBy))) {
 		return false
 	}
 	h := &heldRequest{a: a, fail: r.fail, subject: bytes.Clone(subject), reply: bytes.Clone(reply),
-		hdr: bytes.Clone(hdr), msg: bytes.Clone(msg)}
-	c.mu.held[g] = append(c.mu.held[g], h)
-	h.timer = time.AfterFunc(holdTimeout, func() {
-		c.mu.Lock()
-		i := slices.Index(c.mu.held[g], h)
-		if i >= 0 {
-			c.mu.held[g] = slices.Delete(c.mu.held[g], i, i+1)
-		}
-		c.mu.Unlock()
-		if i >= 0 && len(h.reply) > 0 && h.fail != nil {
-			h.a.reply(string(h.reply), h.fail(api.NewClusterNotAvailableError()))
-		}
-	})
+		hdr: bytes.Clone(hdr), msg: bytes.Clone(msg), size: size, deadline: time.Now().Add(holdTimeout)}
+	q := c.mu.held[g]
+	if q == nil {
+		q = &heldQueue{}
+		c.mu.held[g] = q
+		q.timer = time.AfterFunc(holdTimeout, func() { c.expireHeld(g, q) })
+	}
+	q.reqs = append(q.reqs, h)
+	c.mu.heldBy[a] += size
+	c.mu.heldBytes += size
 	return false
 }
 
-// runHeld runs again the requests held for partition g, which this node
-// now serves.
+// expireHeld tells q's requests whose deadline passed 10008 and arms
+// q's timer for the next one; q is done with once empty or taken.
+func (c *clusterState) expireHeld(g uint16, q *heldQueue) {
+	c.mu.Lock()
+	if c.mu.held[g] != q {
+		c.mu.Unlock()
+		return // taken: take runs them
+	}
+	now := time.Now()
+	var expired []*heldRequest
+	for len(q.reqs) > 0 && !q.reqs[0].deadline.After(now) {
+		h := q.reqs[0]
+		q.reqs[0] = nil
+		q.reqs = q.reqs[1:]
+		c.unholdLocked(h)
+		expired = append(expired, h)
+	}
+	if len(q.reqs) == 0 {
+		delete(c.mu.held, g)
+	} else {
+		q.timer = time.AfterFunc(q.reqs[0].deadline.Sub(now), func() { c.expireHeld(g, q) })
+	}
+	c.mu.Unlock()
+	for _, h := range expired {
+		if len(h.reply) > 0 && h.fail != nil {
+			h.a.reply(string(h.reply), h.fail(api.NewClusterNotAvailableError()))
+		}
+	}
+}
+
+// takeHeldLocked removes partition g's held requests, for take to run now that
+// this node serves g. Called with c.mu held.
+func (c *clusterState) takeHeldLocked(g uint16) []*heldRequest {
+	q := c.mu.held[g]
+	if q == nil {
+		return nil
+	}
+	delete(c.mu.held, g)
+	q.timer.Stop()
+	for _, h := range q.reqs {
+		c.unholdLocked(h)
+	}
+	return q.reqs
+}
+
+// unholdLocked takes h off the bounds' counts. Called with c.mu held.
+func (c *clusterState) unholdLocked(h *heldRequest) {
+	c.mu.heldBytes -= h.size
+	if c.mu.heldBy[h.a] -= h.size; c.mu.heldBy[h.a] <= 0 {
+		delete(c.mu.heldBy, h.a)
+	}
+}
+
+// runHeld runs again the requests held for a partition this node now
+// serves, in arrival order.
 func runHeld(held []*heldRequest) {
 	for _, h := range held {
-		h.timer.Stop()
 		h.a.onAPI(h.subject, h.reply, h.hdr, h.msg)
 	}
 }

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -350,7 +351,10 @@ func TestClusterNewLeaderHoldsRequests(t *testing.T) {
 	heldNow := func() int {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return len(c.mu.held[g])
+		if q := c.mu.held[g]; q != nil {
+			return len(q.reqs)
+		}
+		return 0
 	}
 	c.release(g) // raft still has lead leading g: as between election and take
 	got := callAsync(acc, "$JS.API.STREAM.INFO.S", nil, 10*time.Second)
@@ -373,9 +377,86 @@ func TestClusterNewLeaderHoldsRequests(t *testing.T) {
 	if n := heldNow(); n != 0 {
 		t.Fatalf("%d requests still held after their timeout", n)
 	}
+	checkHeldCounted(t, c, 0)
 	if !c.take(g) {
 		t.Fatal("take failed")
 	}
+}
+
+// checkHeldCounted checks the held requests' counts against what is held
+// (the invariant on clusterState.mu.held), and that they are want bytes.
+func checkHeldCounted(t *testing.T, c *clusterState, want int) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	by := map[*jsAccount]int{}
+	sum := 0
+	for _, q := range c.mu.held {
+		for _, h := range q.reqs {
+			by[h.a] += h.size
+			sum += h.size
+		}
+	}
+	if sum != want || c.mu.heldBytes != sum || !maps.Equal(by, c.mu.heldBy) {
+		t.Fatalf("held: %d bytes counted, %d held by the queues, want %d; counted by account %v, held %v",
+			c.mu.heldBytes, sum, want, c.mu.heldBy, by)
+	}
+}
+
+// TestClusterHeldRequestsBounded: a tenant flooding a new leader with
+// large requests while it loads the partition holds at most its bound
+// of them, and another tenant's request is still held and answered once
+// the partition is served.
+func TestClusterHeldRequestsBounded(t *testing.T) {
+	_, nodes, asg, lead := streamSCluster(t)
+	accB := newFakeAccount("B")
+	for _, nd := range nodes {
+		if err := nd.e.EnableAccount(accB); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createClustered(t, accB, api.StreamConfig{Name: "T", Subjects: []string{"t.>"}, Replicas: 3})
+	if g := waitAssigned(t, nodes, "B", "T").group(); g != asg.group() {
+		t.Fatalf("T in partition %d, S in %d: the test needs one partition", g, asg.group())
+	}
+	c, g := lead.e.cl, asg.group()
+	c.release(g)
+
+	a := lead.e.account("A")
+	big := make([]byte, 1<<20)
+	admitted := 0
+	for i := range 16 {
+		if answer, _ := a.clusterAdmit([]byte("$JS.API.STREAM.INFO.S"), fmt.Appendf(nil, "_INBOX.flood.%d", i), nil, big); answer {
+			t.Fatalf("flood request %d answered before the partition is served", i)
+		}
+	}
+	c.mu.Lock()
+	held := c.mu.heldBy[a]
+	if q := c.mu.held[g]; q != nil {
+		admitted = len(q.reqs)
+	}
+	c.mu.Unlock()
+	if held > maxHeldAccountBytes || admitted != maxHeldAccountBytes/len(big)-1 {
+		t.Fatalf("the flooding account holds %d requests, %d bytes; want %d requests within %d bytes",
+			admitted, held, maxHeldAccountBytes/len(big)-1, maxHeldAccountBytes)
+	}
+	checkHeldCounted(t, c, held)
+
+	got := callAsync(accB, "$JS.API.STREAM.INFO.T", nil, 10*time.Second)
+	waitForCond(t, "B's request held", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.mu.heldBy[lead.e.account("B")] > 0
+	})
+	if !c.take(g) {
+		t.Fatal("take failed")
+	}
+	ans := <-got
+	var info api.StreamInfoResponse
+	if !ans.ok || json.Unmarshal(ans.body, &info) != nil || info.Error != nil || info.Config.Name != "T" {
+		t.Fatalf("B's held stream info answered %q (answered: %v), want T's info", ans.body, ans.ok)
+	}
+	checkHeldCounted(t, c, 0)
 }
 
 // TestClusterDeposedLeaderSilent: a node raft no longer has lead a
