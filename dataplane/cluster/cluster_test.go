@@ -123,6 +123,11 @@ func TestLeadershipTransfer(t *testing.T) {
 	if err := c.node(from).Group(g).TransferLeadership(to); err != nil {
 		t.Fatal(err)
 	}
+	// Done means the old leader knows its successor: what a hand-over
+	// sends on then must find it.
+	if l := c.node(from).Group(g).Leader(); l != to {
+		t.Fatalf("the old leader knows %q as leader once the transfer returned, want %s", l, to)
+	}
 	if !<-gained {
 		t.Fatal("the new leader was told it lost leadership")
 	}

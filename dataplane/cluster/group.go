@@ -61,7 +61,11 @@ type Group struct {
 		sync.Mutex
 		onLeader   []func(bool) // guarded by mu
 		onHandOver []HandOver   // guarded by mu
-		launched   bool         // guarded by mu
+		// seen is closed, and replaced, each time this node learns of
+		// a leader, for TransferLeadership to wait on its successor
+		// (nil until first asked for).
+		seen     chan struct{} // guarded by mu
+		launched bool          // guarded by mu
 		shut       bool         // guarded by mu
 	}
 }
@@ -280,6 +284,12 @@ func (g *Group) watchLeader(r *raft.Raft, obs <-chan raft.Observation, stop <-ch
 			if lo.LeaderID == "" {
 				continue
 			}
+			g.mu.Lock()
+			if g.mu.seen != nil {
+				close(g.mu.seen)
+				g.mu.seen = nil
+			}
+			g.mu.Unlock()
 			if known != "" && lo.LeaderID != known {
 				g.changed.Store(time.Now().UnixNano())
 			}
@@ -524,7 +534,36 @@ func (g *Group) TransferLeadership(to string) (err error) {
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("group %d: leadership transfer: %w", g.id, leaderErr(err))
 	}
+	g.awaitSuccessor()
 	return nil
+}
+
+// awaitSuccessor waits, at most an election timeout, until this node
+// knows of a leader other than itself. Raft's transfer is done once this
+// node has stepped down, which its successor's vote request makes it do
+// before the successor has won: what the hand-over's hooks send on
+// afterwards (requests refused meanwhile) must find a leader.
+func (g *Group) awaitSuccessor() {
+	bound := time.NewTimer(followerHeartbeatTimeout * g.n.mult)
+	defer bound.Stop()
+	for {
+		g.mu.Lock()
+		if g.mu.seen == nil {
+			g.mu.seen = make(chan struct{})
+		}
+		seen := g.mu.seen
+		g.mu.Unlock()
+		if l := g.Leader(); l != "" && l != g.n.cfg.Name {
+			return
+		}
+		select {
+		case <-seen:
+		case <-bound.C:
+			return
+		case <-g.n.closing:
+			return
+		}
+	}
 }
 
 // member finds the server of the node named name in the latest

@@ -202,6 +202,11 @@ func (a *jsAccount) serve(req apiRequest) {
 		// client it did not.
 		return
 	}
+	if req.asg == nil && replyCarries(resp, isNotAppended) && a.deferRequest(req, name) {
+		// Refused while the partition's leadership is being handed
+		// over: sent again once it has moved, for its new leader.
+		return
+	}
 	if req.asg == nil && replyCarries(resp, isStreamNotFound) && a.lostStream(name) {
 		// The stream's partition left this node while the request ran
 		// (admitted while it held the stream, then released): its new
@@ -215,16 +220,19 @@ func (a *jsAccount) serve(req apiRequest) {
 		// Sent once the fence holds. A read that fails it was made while
 		// this node believed it led, which it no longer provably does:
 		// its answer may be stale, and the group's leader answers
-		// instead. The wait is off this worker (the account's API slots
-		// are few, one on two cores, and a read must not hold one for a
-		// round trip of its group, or for a group that commits nothing),
-		// up to maxFencingReplies of the account's at once; past that it
-		// is on the worker, so an account flooding reads while its group
+		// instead, sent the request again (resendToLeader). The wait
+		// is off this worker (the account's API slots are few, one on
+		// two cores, and a read must not hold one for a round trip of
+		// its group, or for a group that commits nothing), up to
+		// maxFencingReplies of the account's at once; past that it is
+		// on the worker, so an account flooding reads while its group
 		// cannot commit slows its own lane, not the node's memory.
 		fenceThenReply := func() {
 			if fence.ReadFence(readFenceTimeout) == nil {
 				a.reply(req.reply, resp)
+				return
 			}
+			a.resendToLeader(req, fence)
 		}
 		if a.fencing.Add(1) > maxFencingReplies {
 			a.fencing.Add(-1)
@@ -237,6 +245,21 @@ func (a *jsAccount) serve(req apiRequest) {
 		}()
 	default:
 		a.reply(req.reply, resp)
+	}
+}
+
+// resendToLeader publishes req again into the account when grp, whose
+// leadership this node failed to prove for it, has another leader now:
+// the request reached every node while this one led, so the others
+// dropped it, and only sent again does it reach the leader, which holds
+// or serves it. A read may run again anywhere; one that finds no other
+// leader known is left to the client's timeout, as before.
+func (a *jsAccount) resendToLeader(req apiRequest, grp ReplicaGroup) {
+	if req.reply == "" {
+		return
+	}
+	if l := grp.Leader(); l != "" && l != a.e.cl.r.NodeID() {
+		a.acc.Publish(req.subject, req.reply, req.hdr, req.body)
 	}
 }
 

@@ -161,11 +161,17 @@ type clusterState struct {
 		// the partition's leader before it served it (holdRequest);
 		// heldBy and heldBytes count their sizes by account and in all.
 		// Invariant: heldBytes is the sum of heldBy, which is the sum
-		// of the sizes in held; an account holding nothing is not in
-		// heldBy.
+		// of the sizes in held and handing; an account holding nothing
+		// is not in heldBy.
 		held      map[uint16]*heldQueue // guarded by mu
 		heldBy    map[*jsAccount]int    // guarded by mu
 		heldBytes int                   // guarded by mu
+		// handing has an entry for each partition this node is handing
+		// over (HandOver until its after): the API requests refused
+		// meanwhile as never appended, to be sent again once the
+		// transfer is done (deferRequest). Counted in heldBy and
+		// heldBytes like held.
+		handing map[uint16][]*heldRequest // guarded by mu
 		// metaReady: this node leads the meta group and has applied every
 		// entry committed before it became leader, so its catalog can
 		// assign ids and check names.
@@ -208,6 +214,7 @@ func newClusterState(e *Engine) *clusterState {
 	c.mu.unserved = map[uint16][]keptEntry{}
 	c.mu.held = map[uint16]*heldQueue{}
 	c.mu.heldBy = map[*jsAccount]int{}
+	c.mu.handing = map[uint16][]*heldRequest{}
 	c.mu.since = map[uint16]time.Time{}
 	return c
 }
@@ -341,6 +348,12 @@ func (c *clusterState) leadLoop(g uint16, ch chan bool) {
 // with an unknown fate. If the transfer then fails while this node still
 // leads, a fresh term reloads the partition. Not for the meta group,
 // whose entries are answered by whoever applies them.
+//
+// An API request refused meanwhile (a consumer create, a purge) is not
+// told 10008 but kept (deferRequest) and published again into its
+// account once the transfer is done, so that whoever serves the
+// partition then, the new leader or this node again, answers it: a
+// planned move is invisible to API clients as it is to publishers.
 func (e *Engine) HandOver(g uint16, wait time.Duration) (after func(err error)) {
 	c := e.cl
 	if c == nil || g == 0 {
@@ -350,13 +363,37 @@ func (e *Engine) HandOver(g uint16, wait time.Duration) (after func(err error)) 
 	if ap == nil {
 		return func(error) {}
 	}
+	c.mu.Lock()
+	if _, ok := c.mu.handing[g]; !ok {
+		c.mu.handing[g] = nil // another transfer's requests are kept
+	}
+	c.mu.Unlock()
 	ap.lost.Store(true)
 	if !ap.waitIdle(wait) {
 		e.log.Warn("jetstream partition hand-over: entries still in flight", "group", g, "waited", wait)
 	}
 	return func(err error) {
+		c.mu.Lock()
+		deferred := c.mu.handing[g]
+		delete(c.mu.handing, g)
 		if err != nil {
+			// Still leading, most likely: the fresh term's take runs
+			// them, as a new leader's held requests.
+			for _, h := range deferred {
+				c.queueHeldLocked(g, h)
+			}
+			c.mu.Unlock()
 			c.reload(g)
+			return
+		}
+		for _, h := range deferred {
+			c.unholdLocked(h)
+		}
+		c.mu.Unlock()
+		// The group knows its new leader by now (the transfer waits for
+		// it), which holds or serves them.
+		for _, h := range deferred {
+			h.a.acc.Publish(string(h.subject), string(h.reply), h.hdr, h.msg)
 		}
 	}
 }

@@ -174,15 +174,16 @@ func (c *clusterState) holdRequest(g uint16, a *jsAccount, r apiRoute, subject, 
 	if c.mu.parts[g] != nil {
 		return true
 	}
-	size := heldOverhead + len(subject) + len(reply) + len(hdr) + len(msg)
-	// An account holding nothing may always hold one request, so that
-	// another account's flood never leaves it unanswered.
-	if mine, holding := c.mu.heldBy[a]; holding &&
-		(mine+size > maxHeldAccountBytes || !fairShare(mine, size, c.mu.heldBytes, maxHeldBytes, len(c.mu.heldBy))) {
-		return false
+	if h := c.holdLocked(a, r, subject, reply, hdr, msg); h != nil {
+		c.queueHeldLocked(g, h)
 	}
-	h := &heldRequest{a: a, fail: r.fail, subject: bytes.Clone(subject), reply: bytes.Clone(reply),
-		hdr: bytes.Clone(hdr), msg: bytes.Clone(msg), size: size, deadline: time.Now().Add(holdTimeout)}
+	return false
+}
+
+// queueHeldLocked adds h, counted already, to partition g's held
+// requests, to wait holdTimeout at most. Called with c.mu held.
+func (c *clusterState) queueHeldLocked(g uint16, h *heldRequest) {
+	h.deadline = time.Now().Add(holdTimeout)
 	q := c.mu.held[g]
 	if q == nil {
 		q = &heldQueue{}
@@ -190,9 +191,53 @@ func (c *clusterState) holdRequest(g uint16, a *jsAccount, r apiRoute, subject, 
 		q.timer = time.AfterFunc(holdTimeout, func() { c.expireHeld(g, q) })
 	}
 	q.reqs = append(q.reqs, h)
+}
+
+// holdLocked copies a request to hold and counts it against the bounds
+// on what is held, or returns nil if they refuse it. Called with c.mu
+// held.
+func (c *clusterState) holdLocked(a *jsAccount, r apiRoute, subject, reply, hdr, msg []byte) *heldRequest {
+	size := heldOverhead + len(subject) + len(reply) + len(hdr) + len(msg)
+	// An account holding nothing may always hold one request, so that
+	// another account's flood never leaves it unanswered.
+	if mine, holding := c.mu.heldBy[a]; holding &&
+		(mine+size > maxHeldAccountBytes || !fairShare(mine, size, c.mu.heldBytes, maxHeldBytes, len(c.mu.heldBy))) {
+		return nil
+	}
 	c.mu.heldBy[a] += size
 	c.mu.heldBytes += size
-	return false
+	return &heldRequest{a: a, fail: r.fail, subject: bytes.Clone(subject), reply: bytes.Clone(reply),
+		hdr: bytes.Clone(hdr), msg: bytes.Clone(msg), size: size}
+}
+
+// deferRequest keeps req, refused as never appended, if its stream's
+// partition (name's first token) is being handed over from this node:
+// HandOver's after publishes it again once the transfer is done. It
+// reports whether req was kept, so that it is not answered now.
+func (a *jsAccount) deferRequest(req apiRequest, name string) bool {
+	c := a.e.cl
+	if c == nil || c.r == nil || req.reply == "" {
+		return false
+	}
+	stream, _, _ := strings.Cut(name, ".")
+	asg := c.catalog.lookup(a.acc.Name(), stream)
+	if asg == nil || asg.group() == 0 {
+		return false
+	}
+	g := asg.group()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	deferred, handing := c.mu.handing[g]
+	if !handing {
+		return false
+	}
+	r, _, _ := routeOf(a.apiOpName(req.subject))
+	h := c.holdLocked(a, r, []byte(req.subject), []byte(req.reply), req.hdr, req.body)
+	if h == nil {
+		return false
+	}
+	c.mu.handing[g] = append(deferred, h)
+	return true
 }
 
 // expireHeld tells q's requests whose deadline passed 10008 and arms

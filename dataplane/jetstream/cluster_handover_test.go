@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -383,6 +384,75 @@ func TestClusterNewLeaderHoldsRequests(t *testing.T) {
 	}
 }
 
+// deferDurables starts a planned hand-over of S's partition on old and
+// sends n durable consumer creates for S meanwhile, which old refuses as
+// never appended and keeps; it returns their answers and the hand-over's
+// after.
+func deferDurables(t *testing.T, acc *fakeAccount, old *testNode, g uint16, n int) ([]<-chan answer, func(error)) {
+	t.Helper()
+	c := old.e.cl
+	after := old.e.HandOver(g, time.Second)
+	var got []<-chan answer
+	for i := range n {
+		body, _ := json.Marshal(api.ConsumerCreateRequest{Stream: "S",
+			Config: api.ConsumerConfig{Durable: fmt.Sprintf("D%d", i), AckPolicy: api.AckExplicit}})
+		got = append(got, callAsync(acc, fmt.Sprintf("$JS.API.CONSUMER.CREATE.S.D%d", i), body, 10*time.Second))
+	}
+	waitForCond(t, "the creates kept for after the hand-over", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.mu.handing[g]) == n
+	})
+	return got, after
+}
+
+// checkCreated checks that each create was answered with its consumer.
+func checkCreated(t *testing.T, got []<-chan answer) {
+	t.Helper()
+	for i, ch := range got {
+		ans := <-ch
+		var info api.ConsumerInfoResponse
+		if !ans.ok || json.Unmarshal(ans.body, &info) != nil || info.Error != nil || info.Name != fmt.Sprintf("D%d", i) {
+			t.Errorf("create D%d answered %q (answered: %v), want its consumer", i, ans.body, ans.ok)
+		}
+	}
+}
+
+// TestClusterHandOverDefersRequests: an API request that reaches the
+// partition's leader while it hands leadership over (a balancing move, a
+// stepdown) is refused there as never appended; it is not told 10008
+// but sent again once the successor leads, which answers it.
+func TestClusterHandOverDefersRequests(t *testing.T) {
+	acc, nodes, asg, old := streamSCluster(t)
+	g := asg.group()
+	got, after := deferDurables(t, acc, old, g, 5)
+	to := without(nodes, old)[0]
+	if err := old.groups[g].LeadershipTransferToServer(raft.ServerID(to.name), raft.ServerAddress(to.name)).Error(); err != nil {
+		t.Fatal(err)
+	}
+	old.group(g).awaitSuccessor()
+	after(nil)
+	checkCreated(t, got)
+	s := to.e.account("A").lookup("S")
+	s.mu.Lock()
+	n := len(s.mu.cons)
+	s.mu.Unlock()
+	if n != 5 {
+		t.Errorf("the new leader's S has %d consumers, want the 5 created", n)
+	}
+	checkHeldCounted(t, old.e.cl, 0)
+}
+
+// TestClusterFailedHandOverAnswersDeferred: when the transfer fails, the
+// requests kept meanwhile are run by this node's fresh term.
+func TestClusterFailedHandOverAnswersDeferred(t *testing.T) {
+	acc, _, asg, old := streamSCluster(t)
+	got, after := deferDurables(t, acc, old, asg.group(), 3)
+	after(errors.New("transfer failed"))
+	checkCreated(t, got)
+	checkHeldCounted(t, old.e.cl, 0)
+}
+
 // checkHeldCounted checks the held requests' counts against what is held
 // (the invariant on clusterState.mu.held), and that they are want bytes.
 func checkHeldCounted(t *testing.T, c *clusterState, want int) {
@@ -393,6 +463,12 @@ func checkHeldCounted(t *testing.T, c *clusterState, want int) {
 	sum := 0
 	for _, q := range c.mu.held {
 		for _, h := range q.reqs {
+			by[h.a] += h.size
+			sum += h.size
+		}
+	}
+	for _, hs := range c.mu.handing {
+		for _, h := range hs {
 			by[h.a] += h.size
 			sum += h.size
 		}
@@ -492,6 +568,38 @@ func TestClusterDeposedLeaderSilent(t *testing.T) {
 	acc.apiCall(t, "$JS.API.STREAM.INFO.S", nil, &info)
 	if info.Error != nil || info.Cluster == nil || info.Cluster.Leader != to.name {
 		t.Fatalf("stream info while the old leader is deposed: %+v, want the new leader's (%s) answer", info, to.name)
+	}
+}
+
+// TestClusterFailedFenceResends: a read admitted by a leader that is
+// deposed before its fence holds is not answered there (its state may be
+// stale) and not lost either: every other node dropped it on arrival, so
+// it is sent again for the new leader, which answers.
+func TestClusterFailedFenceResends(t *testing.T) {
+	acc, nodes, asg, old := streamSCluster(t)
+	g := asg.group()
+	gate := make(chan struct{})
+	old.gate.Store(&gate)
+	defer func() {
+		old.gate.Store(nil)
+		close(gate)
+	}()
+	got := inbox(t, acc, "_INBOX.fence")
+	to := without(nodes, old)[0]
+	if err := old.group(g).TransferLeadership(to.name); err != nil {
+		t.Fatal(err)
+	}
+	a := old.e.account("A")
+	if a.lookup("S") == nil {
+		t.Fatal("the old leader released S before hearing of the change")
+	}
+	// As if admitted just before the transfer: served from the old
+	// leader's memory, its fence now fails.
+	a.serve(apiRequest{a: a, subject: "$JS.API.STREAM.INFO.S", reply: "_INBOX.fence"})
+	d := next(t, got)
+	var info api.StreamInfoResponse
+	if err := json.Unmarshal([]byte(d.data), &info); err != nil || info.Error != nil || info.Cluster == nil || info.Cluster.Leader != to.name {
+		t.Fatalf("read whose fence failed answered %s, want the new leader's (%s) answer", d.data, to.name)
 	}
 }
 

@@ -148,10 +148,43 @@ func (g testGroup) TransferLeadership(to string) (err error) {
 		after := g.n.e.HandOver(g.id, time.Second)
 		defer func() { after(err) }()
 	}
+	var f raft.Future
 	if to == "" {
-		return g.r.LeadershipTransfer().Error()
+		f = g.r.LeadershipTransfer()
+	} else {
+		f = g.r.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(to))
 	}
-	return g.r.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(to)).Error()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	g.awaitSuccessor()
+	return nil
+}
+
+// awaitSuccessor waits, at most a second, until this node knows of a
+// leader other than itself, as cluster.Group's transfer does.
+func (g testGroup) awaitSuccessor() {
+	obs := make(chan raft.Observation, 4)
+	o := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	g.r.RegisterObserver(o)
+	defer g.r.DeregisterObserver(o)
+	bound := time.NewTimer(time.Second)
+	defer bound.Stop()
+	for {
+		if l := g.Leader(); l != "" && l != g.n.name {
+			return
+		}
+		select {
+		case <-obs:
+		case <-bound.C:
+			return
+		case <-g.n.quit:
+			return
+		}
+	}
 }
 func (g testGroup) Replicas() []Replica { return nil }
 
