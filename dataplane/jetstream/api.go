@@ -202,16 +202,17 @@ func (a *jsAccount) serve(req apiRequest) {
 		// client it did not.
 		return
 	}
-	if req.asg == nil && replyCarries(resp, isNotAppended) && a.deferRequest(req, name) {
-		// Refused while the partition's leadership is being handed
-		// over: sent again once it has moved, for its new leader.
+	if req.asg == nil && replyCarries(resp, isNotAppended) && a.passOn(req, name) {
+		// Refused because the partition's leadership is moving or has
+		// moved: its new leader answers.
 		return
 	}
 	if req.asg == nil && replyCarries(resp, isStreamNotFound) && a.lostStream(name) {
-		// The stream's partition left this node while the request ran
-		// (admitted while it held the stream, then released): its new
-		// leader answers. The catalog holds the stream, so "not found"
-		// would be a lie.
+		// The stream's partition left this node while the request
+		// waited or ran (admitted while it held the stream, then
+		// released): its new leader answers. The catalog holds the
+		// stream, so "not found" would be a lie.
+		a.passOn(req, name)
 		return
 	}
 	switch {
@@ -248,19 +249,23 @@ func (a *jsAccount) serve(req apiRequest) {
 	}
 }
 
-// resendToLeader publishes req again into the account when grp, whose
-// leadership this node failed to prove for it, has another leader now:
-// the request reached every node while this one led, so the others
-// dropped it, and only sent again does it reach the leader, which holds
-// or serves it. A read may run again anywhere; one that finds no other
-// leader known is left to the client's timeout, as before.
-func (a *jsAccount) resendToLeader(req apiRequest, grp ReplicaGroup) {
+// resendToLeader publishes req, which this node admitted as grp's leader
+// and cannot answer (no longer leading, or not provably), again into the
+// account if grp has another leader now, and reports whether it did: the
+// request reached every node while this one led, so the others dropped
+// it, and only sent again does it reach the leader, which holds or
+// serves it. One that finds no other leader known is left to the
+// client's timeout. It may run twice where two nodes believed they led
+// at once, as a client's retry after its timeout would run it.
+func (a *jsAccount) resendToLeader(req apiRequest, grp ReplicaGroup) bool {
 	if req.reply == "" {
-		return
+		return false
 	}
-	if l := grp.Leader(); l != "" && l != a.e.cl.r.NodeID() {
-		a.acc.Publish(req.subject, req.reply, req.hdr, req.body)
+	if l := grp.Leader(); l == "" || l == a.e.cl.r.NodeID() {
+		return false
 	}
+	a.acc.Publish(req.subject, req.reply, req.hdr, req.body)
+	return true
 }
 
 // isStreamNotFound reports whether err is 10059, stream not found.

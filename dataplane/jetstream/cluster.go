@@ -163,7 +163,7 @@ type clusterState struct {
 		// Invariant: heldBytes is the sum of heldBy, which is the sum
 		// of the sizes in held and handing; an account holding nothing
 		// is not in heldBy.
-		held      map[uint16]*heldQueue // guarded by mu
+		held      map[heldKey]*heldQueue // guarded by mu
 		heldBy    map[*jsAccount]int    // guarded by mu
 		heldBytes int                   // guarded by mu
 		// handing has an entry for each partition this node is handing
@@ -212,7 +212,7 @@ func newClusterState(e *Engine) *clusterState {
 	c := &clusterState{e: e, catalog: newMetaCatalog(), digests: newDigests(), quit: make(chan struct{})}
 	c.mu.parts = map[uint16]*applier{}
 	c.mu.unserved = map[uint16][]keptEntry{}
-	c.mu.held = map[uint16]*heldQueue{}
+	c.mu.held = map[heldKey]*heldQueue{}
 	c.mu.heldBy = map[*jsAccount]int{}
 	c.mu.handing = map[uint16][]*heldRequest{}
 	c.mu.since = map[uint16]time.Time{}
@@ -380,7 +380,7 @@ func (e *Engine) HandOver(g uint16, wait time.Duration) (after func(err error)) 
 			// Still leading, most likely: the fresh term's take runs
 			// them, as a new leader's held requests.
 			for _, h := range deferred {
-				c.queueHeldLocked(g, h)
+				c.queueHeldLocked(heldKey{g: g}, h)
 			}
 			c.mu.Unlock()
 			c.reload(g)

@@ -193,26 +193,25 @@ func TestClusterTakeDropsOrphans(t *testing.T) {
 // TestClusterLostStreamNotDenied: a request admitted on the node leading
 // a stream's partition, which then loses the partition before the
 // handler runs, finds the stream gone. The catalog holds it, so that
-// node must not say "not found" (10059): the new leader answers. Run
-// here on a node that does not hold the stream, as the old leader is
-// once it has released the partition.
+// node must not say "not found" (10059); every other node dropped the
+// request when it arrived, so it is sent again for the new leader, which
+// answers. Run here on a node that does not hold the stream, as the old
+// leader is once it has released the partition.
 func TestClusterLostStreamNotDenied(t *testing.T) {
 	acc, nodes, _, lead := streamSCluster(t)
 	other := without(nodes, lead)[0]
-	var answers atomic.Int64
-	unsub, _ := acc.SubscribeInternal("_INBOX.lost", func(_, _, _, _ []byte) { answers.Add(1) })
-	defer unsub()
+	answers := inbox(t, acc, "_INBOX.lost")
 	a := other.e.account("A")
-	for subj, body := range map[string]string{"$JS.API.STREAM.INFO.S": "", "$JS.API.CONSUMER.INFO.S.C": "", "$JS.API.STREAM.MSG.GET.S": `{"seq":1}`} {
+	lost := map[string]string{"$JS.API.STREAM.INFO.S": "", "$JS.API.CONSUMER.INFO.S.C": "", "$JS.API.STREAM.MSG.GET.S": `{"seq":1}`}
+	for subj, body := range lost {
 		a.serve(apiRequest{a: a, subject: subj, reply: "_INBOX.lost", body: []byte(body)})
 	}
-	if n := answers.Load(); n != 0 {
-		t.Fatalf("a node not holding the stream answered %d requests for it", n)
-	}
-	var info api.StreamInfoResponse
-	acc.apiCall(t, "$JS.API.STREAM.INFO.S", nil, &info)
-	if info.Error != nil {
-		t.Fatalf("stream info through the cluster: %v", info.Error)
+	for range lost {
+		var resp api.Response
+		d := next(t, answers)
+		if err := json.Unmarshal([]byte(d.data), &resp); err != nil || resp.Error != nil && resp.Error.ErrCode == api.CodeStreamNotFound {
+			t.Fatalf("a request for a stream the catalog holds answered %s", d.data)
+		}
 	}
 	// A stream the catalog does not hold is still "not found", from the
 	// meta leader, which alone is admitted to say it (and proves its
@@ -224,7 +223,10 @@ func TestClusterLostStreamNotDenied(t *testing.T) {
 		}
 	}
 	ma.serve(apiRequest{a: ma, subject: "$JS.API.STREAM.INFO.NONE", reply: "_INBOX.lost"})
-	waitForCond(t, `"not found" for a stream nobody has`, func() bool { return answers.Load() == 1 })
+	var resp api.Response
+	if d := next(t, answers); json.Unmarshal([]byte(d.data), &resp) != nil || resp.Error == nil || resp.Error.ErrCode != api.CodeStreamNotFound {
+		t.Fatalf(`stream info for a stream nobody has answered %s, want "not found"`, d.data)
+	}
 }
 
 // TestClusterPublishAfterLeadershipMovedIsRetried: a publish captured by
@@ -352,7 +354,7 @@ func TestClusterNewLeaderHoldsRequests(t *testing.T) {
 	heldNow := func() int {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if q := c.mu.held[g]; q != nil {
+		if q := c.mu.held[heldKey{g: g}]; q != nil {
 			return len(q.reqs)
 		}
 		return 0
@@ -453,6 +455,41 @@ func TestClusterFailedHandOverAnswersDeferred(t *testing.T) {
 	checkHeldCounted(t, old.e.cl, 0)
 }
 
+// TestClusterUnledRequestsHeld: a request for a stream whose partition
+// has no known leader (the old leader stepped down, the election is under
+// way) is held by each node for errRespDelay; the node that wins and
+// serves the partition meanwhile runs it, and a node that does not tells
+// it 10008, as before.
+func TestClusterUnledRequestsHeld(t *testing.T) {
+	acc, nodes, asg, lead := streamSCluster(t)
+	c, g := lead.e.cl, asg.group()
+	a := lead.e.account("A")
+	r, _, _ := routeOf("STREAM.INFO.S")
+	answers := inbox(t, acc, "_INBOX.unled.*")
+	c.release(g) // as between the election and take
+	if !c.holdUnled(g, a, r, []byte("$JS.API.STREAM.INFO.S"), []byte("_INBOX.unled.won"), nil, nil) {
+		t.Fatal("the request was not held")
+	}
+	if !c.take(g) {
+		t.Fatal("take failed")
+	}
+	var info api.StreamInfoResponse
+	if d := next(t, answers); json.Unmarshal([]byte(d.data), &info) != nil || info.Error != nil || info.Config.Name != "S" {
+		t.Fatalf("held request answered %s by the node that took the partition, want S's info", d.data)
+	}
+
+	other := without(nodes, lead)[0]
+	oa := other.e.account("A")
+	if !other.e.cl.holdUnled(g, oa, r, []byte("$JS.API.STREAM.INFO.S"), []byte("_INBOX.unled.lost"), nil, nil) {
+		t.Fatal("the request was not held")
+	}
+	if d := next(t, answers); json.Unmarshal([]byte(d.data), &info) != nil || info.Error == nil || info.Error.ErrCode != api.CodeClusterNotAvailable || d.subject != "_INBOX.unled.lost" {
+		t.Fatalf("request held by a node that did not win answered %s on %s, want 10008", d.data, d.subject)
+	}
+	checkHeldCounted(t, c, 0)
+	checkHeldCounted(t, other.e.cl, 0)
+}
+
 // checkHeldCounted checks the held requests' counts against what is held
 // (the invariant on clusterState.mu.held), and that they are want bytes.
 func checkHeldCounted(t *testing.T, c *clusterState, want int) {
@@ -508,7 +545,7 @@ func TestClusterHeldRequestsBounded(t *testing.T) {
 	}
 	c.mu.Lock()
 	held := c.mu.heldBy[a]
-	if q := c.mu.held[g]; q != nil {
+	if q := c.mu.held[heldKey{g: g}]; q != nil {
 		admitted = len(q.reqs)
 	}
 	c.mu.Unlock()
