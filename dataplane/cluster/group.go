@@ -66,7 +66,7 @@ type Group struct {
 		// (nil until first asked for).
 		seen     chan struct{} // guarded by mu
 		launched bool          // guarded by mu
-		shut       bool         // guarded by mu
+		shut     bool          // guarded by mu
 	}
 }
 

@@ -158,14 +158,16 @@ type clusterState struct {
 		// hand-over.
 		unserved map[uint16][]keptEntry // guarded by mu
 		// held holds, by partition, the API requests this node got as
-		// the partition's leader before it served it (holdRequest);
-		// heldBy and heldBytes count their sizes by account and in all.
+		// the partition's leader before it served it (holdRequest) and
+		// those it got while nobody here knew the partition's leader
+		// (holdUnled); heldBy and heldBytes count their sizes by
+		// account and in all.
 		// Invariant: heldBytes is the sum of heldBy, which is the sum
 		// of the sizes in held and handing; an account holding nothing
 		// is not in heldBy.
 		held      map[heldKey]*heldQueue // guarded by mu
-		heldBy    map[*jsAccount]int    // guarded by mu
-		heldBytes int                   // guarded by mu
+		heldBy    map[*jsAccount]int     // guarded by mu
+		heldBytes int                    // guarded by mu
 		// handing has an entry for each partition this node is handing
 		// over (HandOver until its after): the API requests refused
 		// meanwhile as never appended, to be sent again once the

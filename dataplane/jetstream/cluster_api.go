@@ -169,12 +169,13 @@ type heldQueue struct {
 	timer *time.Timer
 }
 
-// Bounds on the requests a new leader holds, node-wide, in bytes counted
-// with heldOverhead per request (so they bound tiny requests' count and
-// timers too): an account holds at most maxHeldAccountBytes, and past
+// Bounds on the requests held (held, handing), node-wide, in bytes
+// counted with heldOverhead per request (so they bound tiny requests'
+// count too): an account holds at most maxHeldAccountBytes, and past
 // maxHeldBytes only an account below an equal share holds more
-// (fairShare). A request past them goes unanswered, as before a leader
-// serves. Each waits holdTimeout at most before it is told 10008.
+// (fairShare). A request past them is treated as if nothing held it.
+// One held for a loading leader waits holdTimeout at most before it is
+// told 10008; one held while leaderless, errRespDelay.
 const (
 	heldOverhead        = 512
 	maxHeldAccountBytes = 4 << 20
