@@ -572,6 +572,31 @@ func TestClusterHeldRequestsBounded(t *testing.T) {
 	checkHeldCounted(t, c, 0)
 }
 
+// deposedHoldingS starts streamSCluster and moves S's partition from its
+// leader, old, to another node, to, while old's leadership notifications
+// are held back (until the test ends): raft no longer has old lead, and
+// old still holds S, as between a deposition and its release.
+func deposedHoldingS(t *testing.T) (acc *fakeAccount, old, to *testNode) {
+	t.Helper()
+	acc, nodes, asg, old := streamSCluster(t)
+	g := asg.group()
+	gate := make(chan struct{})
+	old.gate.Store(&gate)
+	t.Cleanup(func() {
+		old.gate.Store(nil)
+		close(gate)
+	})
+	to = without(nodes, old)[0]
+	if err := old.group(g).TransferLeadership(to.name); err != nil {
+		t.Fatal(err)
+	}
+	waitForCond(t, "the old leader knowing its successor", func() bool { return old.group(g).Leader() == to.name })
+	if old.e.account("A").lookup("S") == nil {
+		t.Fatal("the old leader released S before hearing of the change")
+	}
+	return acc, old, to
+}
+
 // TestClusterDeposedLeaderSilent: a node raft no longer has lead a
 // partition holds its streams until the engine hears of the change and
 // releases them; what it would answer meanwhile could contradict the new
@@ -579,23 +604,8 @@ func TestClusterHeldRequestsBounded(t *testing.T) {
 // it, a 10008 for a request the new leader runs). It answers nothing:
 // the new leader does.
 func TestClusterDeposedLeaderSilent(t *testing.T) {
-	acc, nodes, asg, old := streamSCluster(t)
-	g := asg.group()
-	gate := make(chan struct{})
-	old.gate.Store(&gate)
-	defer func() {
-		old.gate.Store(nil)
-		close(gate)
-	}()
-	to := without(nodes, old)[0]
-	if err := old.group(g).TransferLeadership(to.name); err != nil {
-		t.Fatal(err)
-	}
-	waitForCond(t, "the old leader knowing its successor", func() bool { return old.group(g).Leader() == to.name })
+	acc, old, to := deposedHoldingS(t)
 	a := old.e.account("A")
-	if a.lookup("S") == nil {
-		t.Fatal("the old leader released S before hearing of the change")
-	}
 	for _, subj := range []string{"$JS.API.STREAM.INFO.S", "$JS.API.STREAM.LEADER.STEPDOWN.S", "$JS.API.CONSUMER.CREATE.S"} {
 		if answer, _ := a.clusterAdmit([]byte(subj), []byte("_INBOX.deposed"), nil, nil); answer {
 			t.Fatalf("the deposed leader admits %s", subj)
@@ -613,23 +623,9 @@ func TestClusterDeposedLeaderSilent(t *testing.T) {
 // stale) and not lost either: every other node dropped it on arrival, so
 // it is sent again for the new leader, which answers.
 func TestClusterFailedFenceResends(t *testing.T) {
-	acc, nodes, asg, old := streamSCluster(t)
-	g := asg.group()
-	gate := make(chan struct{})
-	old.gate.Store(&gate)
-	defer func() {
-		old.gate.Store(nil)
-		close(gate)
-	}()
+	acc, old, to := deposedHoldingS(t)
 	got := inbox(t, acc, "_INBOX.fence")
-	to := without(nodes, old)[0]
-	if err := old.group(g).TransferLeadership(to.name); err != nil {
-		t.Fatal(err)
-	}
 	a := old.e.account("A")
-	if a.lookup("S") == nil {
-		t.Fatal("the old leader released S before hearing of the change")
-	}
 	// As if admitted just before the transfer: served from the old
 	// leader's memory, its fence now fails.
 	a.serve(apiRequest{a: a, subject: "$JS.API.STREAM.INFO.S", reply: "_INBOX.fence"})
