@@ -158,16 +158,14 @@ type clusterState struct {
 		// hand-over.
 		unserved map[uint16][]keptEntry // guarded by mu
 		// held holds, by partition, the API requests this node got as
-		// the partition's leader before it served it (holdRequest) and
-		// those it got while nobody here knew the partition's leader
-		// (holdUnled); heldBy and heldBytes count their sizes by
-		// account and in all.
+		// the partition's leader before it served it (holdRequest);
+		// heldBy and heldBytes count their sizes by account and in all.
 		// Invariant: heldBytes is the sum of heldBy, which is the sum
 		// of the sizes in held and handing; an account holding nothing
 		// is not in heldBy.
-		held      map[heldKey]*heldQueue // guarded by mu
-		heldBy    map[*jsAccount]int     // guarded by mu
-		heldBytes int                    // guarded by mu
+		held      map[uint16]*heldQueue // guarded by mu
+		heldBy    map[*jsAccount]int    // guarded by mu
+		heldBytes int                   // guarded by mu
 		// handing has an entry for each partition this node is handing
 		// over (HandOver until its after): the API requests refused
 		// meanwhile as never appended, to be sent again once the
@@ -214,7 +212,7 @@ func newClusterState(e *Engine) *clusterState {
 	c := &clusterState{e: e, catalog: newMetaCatalog(), digests: newDigests(), quit: make(chan struct{})}
 	c.mu.parts = map[uint16]*applier{}
 	c.mu.unserved = map[uint16][]keptEntry{}
-	c.mu.held = map[heldKey]*heldQueue{}
+	c.mu.held = map[uint16]*heldQueue{}
 	c.mu.heldBy = map[*jsAccount]int{}
 	c.mu.handing = map[uint16][]*heldRequest{}
 	c.mu.since = map[uint16]time.Time{}
@@ -382,7 +380,7 @@ func (e *Engine) HandOver(g uint16, wait time.Duration) (after func(err error)) 
 			// Still leading, most likely: the fresh term's take runs
 			// them, as a new leader's held requests.
 			for _, h := range deferred {
-				c.queueHeldLocked(heldKey{g: g}, h)
+				c.queueHeldLocked(g, h)
 			}
 			c.mu.Unlock()
 			c.reload(g)

@@ -26,9 +26,7 @@ import (
 // The others stay silent. With no leader to answer (none known for the
 // meta group, or for the partition of a stream the catalog knows), a node
 // says 10008 after errRespDelay, as nats-server does; a client with a
-// shorter timeout hears nothing. For a partition it holds the request
-// meanwhile (holdUnled), and runs it should it win the election and serve
-// the partition within the delay. A partition's new leader still loading
+// shorter timeout hears nothing. A partition's new leader still loading
 // it (take) holds the requests for its streams until it serves them
 // (holdRequest): the old leader has let go of them by then. A request the
 // old leader admitted and can no longer answer is passed on to the new
@@ -75,7 +73,7 @@ func (a *jsAccount) clusterAdmit(subj, rep, hdr, msg []byte) (answer, meta bool)
 		route = "DIRECT.GET"
 	}
 	leaderless := func(g uint16) bool {
-		if c.r.Group(g).Leader() == "" && r.fail != nil && (g == 0 || !c.holdUnled(g, a, r, subj, rep, hdr, msg)) {
+		if c.r.Group(g).Leader() == "" && r.fail != nil {
 			a.replyLeaderless(reply, r)
 		}
 		return false
@@ -143,27 +141,9 @@ type heldRequest struct {
 	deadline                 time.Time // when it is told 10008 if still held
 }
 
-// heldKey names one queue of held requests: partition g's, for a
-// leader still loading it (holdRequest), or, unled, for a partition
-// without a known leader (holdUnled).
-type heldKey struct {
-	g     uint16
-	unled bool
-}
-
-// wait is how long a request waits in k's queue before it is told
-// 10008.
-func (k heldKey) wait() time.Duration {
-	if k.unled {
-		return errRespDelay
-	}
-	return holdTimeout
-}
-
-// heldQueue is one queue's held requests, oldest first, and the one
-// timer that tells them 10008 as their deadlines pass: every request of
-// a queue waits as long from its arrival, so arrival order is deadline
-// order.
+// heldQueue is one partition's held requests, oldest first, and the one
+// timer that tells them 10008 as their deadlines pass: every request
+// waits holdTimeout from its arrival, so arrival order is deadline order.
 type heldQueue struct {
 	reqs  []*heldRequest
 	timer *time.Timer
@@ -175,7 +155,7 @@ type heldQueue struct {
 // maxHeldBytes only an account below an equal share holds more
 // (fairShare). A request past them is treated as if nothing held it.
 // One held for a loading leader waits holdTimeout at most before it is
-// told 10008; one held while leaderless, errRespDelay.
+// told 10008.
 const (
 	heldOverhead        = 512
 	maxHeldAccountBytes = 4 << 20
@@ -197,40 +177,20 @@ func (c *clusterState) holdRequest(g uint16, a *jsAccount, r apiRoute, subject, 
 		return true
 	}
 	if h := c.holdLocked(a, r, subject, reply, hdr, msg); h != nil {
-		c.queueHeldLocked(heldKey{g: g}, h)
+		c.queueHeldLocked(g, h)
 	}
 	return false
 }
 
-// holdUnled keeps an API request for a stream of partition g, whose
-// leader nobody here knows (an election is under way), for errRespDelay,
-// and reports whether it did. Should this node win the election and
-// serve g meanwhile, take runs it: the candidate of a planned transfer
-// hears requests sent as the old leader steps down, which nobody would
-// answer otherwise. If not, it is told 10008 as the delay passes, as a
-// request to a leaderless group always was; where another node won and
-// answered first, that 10008 comes after the answer, which clients
-// ignore.
-func (c *clusterState) holdUnled(g uint16, a *jsAccount, r apiRoute, subject, reply, hdr, msg []byte) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	h := c.holdLocked(a, r, subject, reply, hdr, msg)
-	if h == nil {
-		return false
-	}
-	c.queueHeldLocked(heldKey{g: g, unled: true}, h)
-	return true
-}
-
-// queueHeldLocked adds h, counted already, to queue k, to wait k.wait()
-// at most. Called with c.mu held.
-func (c *clusterState) queueHeldLocked(k heldKey, h *heldRequest) {
-	h.deadline = time.Now().Add(k.wait())
-	q := c.mu.held[k]
+// queueHeldLocked adds h, counted already, to partition g's held
+// requests, to wait holdTimeout at most. Called with c.mu held.
+func (c *clusterState) queueHeldLocked(g uint16, h *heldRequest) {
+	h.deadline = time.Now().Add(holdTimeout)
+	q := c.mu.held[g]
 	if q == nil {
 		q = &heldQueue{}
-		c.mu.held[k] = q
-		q.timer = time.AfterFunc(k.wait(), func() { c.expireHeld(k, q) })
+		c.mu.held[g] = q
+		q.timer = time.AfterFunc(holdTimeout, func() { c.expireHeld(g, q) })
 	}
 	q.reqs = append(q.reqs, h)
 }
@@ -293,9 +253,9 @@ func (a *jsAccount) deferRequest(req apiRequest, g uint16) bool {
 
 // expireHeld tells q's requests whose deadline passed 10008 and arms
 // q's timer for the next one; q is done with once empty or taken.
-func (c *clusterState) expireHeld(k heldKey, q *heldQueue) {
+func (c *clusterState) expireHeld(g uint16, q *heldQueue) {
 	c.mu.Lock()
-	if c.mu.held[k] != q {
+	if c.mu.held[g] != q {
 		c.mu.Unlock()
 		return // taken: take runs them
 	}
@@ -309,9 +269,9 @@ func (c *clusterState) expireHeld(k heldKey, q *heldQueue) {
 		expired = append(expired, h)
 	}
 	if len(q.reqs) == 0 {
-		delete(c.mu.held, k)
+		delete(c.mu.held, g)
 	} else {
-		q.timer = time.AfterFunc(q.reqs[0].deadline.Sub(now), func() { c.expireHeld(k, q) })
+		q.timer = time.AfterFunc(q.reqs[0].deadline.Sub(now), func() { c.expireHeld(g, q) })
 	}
 	c.mu.Unlock()
 	for _, h := range expired {
@@ -322,23 +282,18 @@ func (c *clusterState) expireHeld(k heldKey, q *heldQueue) {
 }
 
 // takeHeldLocked removes partition g's held requests, for take to run
-// now that this node serves g: those held while g had no known leader
-// first, as they came first. Called with c.mu held.
+// now that this node serves g. Called with c.mu held.
 func (c *clusterState) takeHeldLocked(g uint16) []*heldRequest {
-	var taken []*heldRequest
-	for _, k := range []heldKey{{g: g, unled: true}, {g: g}} {
-		q := c.mu.held[k]
-		if q == nil {
-			continue
-		}
-		delete(c.mu.held, k)
-		q.timer.Stop()
-		for _, h := range q.reqs {
-			c.unholdLocked(h)
-		}
-		taken = append(taken, q.reqs...)
+	q := c.mu.held[g]
+	if q == nil {
+		return nil
 	}
-	return taken
+	delete(c.mu.held, g)
+	q.timer.Stop()
+	for _, h := range q.reqs {
+		c.unholdLocked(h)
+	}
+	return q.reqs
 }
 
 // unholdLocked takes h off the bounds' counts. Called with c.mu held.

@@ -354,7 +354,7 @@ func TestClusterNewLeaderHoldsRequests(t *testing.T) {
 	heldNow := func() int {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if q := c.mu.held[heldKey{g: g}]; q != nil {
+		if q := c.mu.held[g]; q != nil {
 			return len(q.reqs)
 		}
 		return 0
@@ -455,41 +455,6 @@ func TestClusterFailedHandOverAnswersDeferred(t *testing.T) {
 	checkHeldCounted(t, old.e.cl, 0)
 }
 
-// TestClusterUnledRequestsHeld: a request for a stream whose partition
-// has no known leader (the old leader stepped down, the election is under
-// way) is held by each node for errRespDelay; the node that wins and
-// serves the partition meanwhile runs it, and a node that does not tells
-// it 10008, as before.
-func TestClusterUnledRequestsHeld(t *testing.T) {
-	acc, nodes, asg, lead := streamSCluster(t)
-	c, g := lead.e.cl, asg.group()
-	a := lead.e.account("A")
-	r, _, _ := routeOf("STREAM.INFO.S")
-	answers := inbox(t, acc, "_INBOX.unled.*")
-	c.release(g) // as between the election and take
-	if !c.holdUnled(g, a, r, []byte("$JS.API.STREAM.INFO.S"), []byte("_INBOX.unled.won"), nil, nil) {
-		t.Fatal("the request was not held")
-	}
-	if !c.take(g) {
-		t.Fatal("take failed")
-	}
-	var info api.StreamInfoResponse
-	if d := next(t, answers); json.Unmarshal([]byte(d.data), &info) != nil || info.Error != nil || info.Config.Name != "S" {
-		t.Fatalf("held request answered %s by the node that took the partition, want S's info", d.data)
-	}
-
-	other := without(nodes, lead)[0]
-	oa := other.e.account("A")
-	if !other.e.cl.holdUnled(g, oa, r, []byte("$JS.API.STREAM.INFO.S"), []byte("_INBOX.unled.lost"), nil, nil) {
-		t.Fatal("the request was not held")
-	}
-	if d := next(t, answers); json.Unmarshal([]byte(d.data), &info) != nil || info.Error == nil || info.Error.ErrCode != api.CodeClusterNotAvailable || d.subject != "_INBOX.unled.lost" {
-		t.Fatalf("request held by a node that did not win answered %s on %s, want 10008", d.data, d.subject)
-	}
-	checkHeldCounted(t, c, 0)
-	checkHeldCounted(t, other.e.cl, 0)
-}
-
 // checkHeldCounted checks the held requests' counts against what is held
 // (the invariant on clusterState.mu.held), and that they are want bytes.
 func checkHeldCounted(t *testing.T, c *clusterState, want int) {
@@ -545,7 +510,7 @@ func TestClusterHeldRequestsBounded(t *testing.T) {
 	}
 	c.mu.Lock()
 	held := c.mu.heldBy[a]
-	if q := c.mu.held[heldKey{g: g}]; q != nil {
+	if q := c.mu.held[g]; q != nil {
 		admitted = len(q.reqs)
 	}
 	c.mu.Unlock()
