@@ -202,7 +202,7 @@ func (a *jsAccount) serve(req apiRequest) {
 		// client it did not.
 		return
 	}
-	if req.asg == nil && replyCarries(resp, isNotAppended) && a.passOn(req, name) {
+	if req.asg == nil && replyCarries(resp, isNotAppended) && a.passOn(req, r, name) {
 		// Refused because the partition's leadership is moving or has
 		// moved: its new leader answers.
 		return
@@ -212,7 +212,7 @@ func (a *jsAccount) serve(req apiRequest) {
 		// waited or ran (admitted while it held the stream, then
 		// released): its new leader answers. The catalog holds the
 		// stream, so "not found" would be a lie.
-		a.passOn(req, name)
+		a.passOn(req, r, name)
 		return
 	}
 	switch {

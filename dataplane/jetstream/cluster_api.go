@@ -132,7 +132,8 @@ func (a *jsAccount) clusterAdmit(subj, rep, hdr, msg []byte) (answer, meta bool)
 }
 
 // heldRequest is an API request held by a partition's new leader until
-// it serves the partition (see holdRequest).
+// it serves the partition (holdRequest), or by its old leader until the
+// hand-over is done (deferRequest).
 type heldRequest struct {
 	a                        *jsAccount
 	fail                     func(*api.Error) any
@@ -217,7 +218,7 @@ func (c *clusterState) holdLocked(a *jsAccount, r apiRoute, subject, reply, hdr,
 // partition's next leader: kept until the hand-over is done (deferRequest)
 // or sent again for the leader now known (resendToLeader). It reports
 // whether the request was passed on, so that it is not answered here.
-func (a *jsAccount) passOn(req apiRequest, name string) bool {
+func (a *jsAccount) passOn(req apiRequest, r apiRoute, name string) bool {
 	c := a.e.cl
 	if c == nil || c.r == nil || req.reply == "" {
 		return false
@@ -228,13 +229,14 @@ func (a *jsAccount) passOn(req apiRequest, name string) bool {
 		return false
 	}
 	g := asg.group()
-	return a.deferRequest(req, g) || a.resendToLeader(req, c.r.Group(g))
+	return a.deferRequest(req, r, g) || a.resendToLeader(req, c.r.Group(g))
 }
 
-// deferRequest keeps req, refused as never appended, if partition g is
-// being handed over from this node: HandOver's after publishes it again
-// once the transfer is done. It reports whether req was kept.
-func (a *jsAccount) deferRequest(req apiRequest, g uint16) bool {
+// deferRequest keeps req (served by route r), refused as never
+// appended, if partition g is being handed over from this node:
+// HandOver's after publishes it again once the transfer is done. It
+// reports whether req was kept.
+func (a *jsAccount) deferRequest(req apiRequest, r apiRoute, g uint16) bool {
 	c := a.e.cl
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -242,7 +244,6 @@ func (a *jsAccount) deferRequest(req apiRequest, g uint16) bool {
 	if !handing {
 		return false
 	}
-	r, _, _ := routeOf(a.apiOpName(req.subject))
 	h := c.holdLocked(a, r, []byte(req.subject), []byte(req.reply), req.hdr, req.body)
 	if h == nil {
 		return false

@@ -365,15 +365,12 @@ func TestClusterNewLeaderHoldsRequests(t *testing.T) {
 	if !c.take(g) {
 		t.Fatal("take failed")
 	}
-	ans := <-got
-	var info api.StreamInfoResponse
-	if !ans.ok || json.Unmarshal(ans.body, &info) != nil || info.Error != nil || info.Config.Name != "S" {
-		t.Fatalf("held stream info answered %q (answered: %v), want S's info", ans.body, ans.ok)
-	}
+	wantInfoOf(t, <-got, "S")
 
 	c.release(g)
 	got = callAsync(acc, "$JS.API.STREAM.INFO.S", nil, 10*time.Second)
-	ans = <-got
+	ans := <-got
+	var info api.StreamInfoResponse
 	if !ans.ok || json.Unmarshal(ans.body, &info) != nil || info.Error == nil || info.Error.ErrCode != api.CodeClusterNotAvailable {
 		t.Fatalf("request held past holdTimeout answered %q (answered: %v), want 10008", ans.body, ans.ok)
 	}
@@ -455,6 +452,16 @@ func TestClusterFailedHandOverAnswersDeferred(t *testing.T) {
 	checkHeldCounted(t, old.e.cl, 0)
 }
 
+// wantInfoOf checks that a held stream info request was answered with
+// stream's info.
+func wantInfoOf(t *testing.T, ans answer, stream string) {
+	t.Helper()
+	var info api.StreamInfoResponse
+	if !ans.ok || json.Unmarshal(ans.body, &info) != nil || info.Error != nil || info.Config.Name != stream {
+		t.Fatalf("held stream info answered %q (answered: %v), want %s's info", ans.body, ans.ok, stream)
+	}
+}
+
 // checkHeldCounted checks the held requests' counts against what is held
 // (the invariant on clusterState.mu.held), and that they are want bytes.
 func checkHeldCounted(t *testing.T, c *clusterState, want int) {
@@ -529,11 +536,7 @@ func TestClusterHeldRequestsBounded(t *testing.T) {
 	if !c.take(g) {
 		t.Fatal("take failed")
 	}
-	ans := <-got
-	var info api.StreamInfoResponse
-	if !ans.ok || json.Unmarshal(ans.body, &info) != nil || info.Error != nil || info.Config.Name != "T" {
-		t.Fatalf("B's held stream info answered %q (answered: %v), want T's info", ans.body, ans.ok)
-	}
+	wantInfoOf(t, <-got, "T")
 	checkHeldCounted(t, c, 0)
 }
 
