@@ -185,7 +185,11 @@ type applier struct {
 	after func(time.Duration) <-chan time.Time
 	// onCommit, when set (tests only), runs after every group's commit,
 	// before the next: the crash tests take a crash image there.
-	onCommit func()
+	// beforeCommit (tests only) runs before each group's commit, so a
+	// test can hold a group in flight with none of its writes in the
+	// store; onWait (tests only) runs when an apply step starts waiting
+	// for the groups in flight (visible).
+	onCommit, beforeCommit, onWait func()
 	// group, for a partition's applier, is the raft group whose commit
 	// replaces the local one (replicate); nil for the node's own stores.
 	group ReplicaGroup
@@ -197,6 +201,13 @@ type applier struct {
 	// lost is set once a partition's applier must write nothing more:
 	// leadership ended or an entry's fate became unknown.
 	lost atomic.Bool
+	// gen numbers the group being applied (from 1; run goroutine only),
+	// and doneGen is the newest group whose commit succeeded. Groups
+	// commit in order, so every group up to doneGen is in the store:
+	// what a stream removed in them is gone from it (see
+	// stream.committedLiveLocked).
+	gen     uint64
+	doneGen atomic.Uint64
 }
 
 // pendingState is a stream's state summary waiting for the group's
@@ -216,6 +227,7 @@ type commitJob struct {
 	committed []streamSeq
 	// garbage says the group queued objects for the tier's deleter.
 	garbage bool
+	gen     uint64 // the group's number (applier.gen)
 }
 
 // markDirty records s's current state summary for the group's commit and
@@ -457,6 +469,7 @@ func (ap *applier) run() {
 	}()
 	defer close(ap.done)
 	ap.batch, ap.rd = ap.st.NewBatch(), ap.st
+	ap.gen = 1
 	var job *commitJob // applied, not handed to the commit step yet
 	size := 0          // the bytes job's proposals carry
 	for {
@@ -536,6 +549,8 @@ const (
 func (ap *applier) handOff(job *commitJob) {
 	ap.writeStates()
 	job.batch = ap.batch
+	job.gen = ap.gen
+	ap.gen++
 	job.garbage, ap.garbage = ap.garbage, false
 	job.committed = append([]streamSeq(nil), ap.committed...)
 	clear(ap.committed)
@@ -606,7 +621,11 @@ func (ap *applier) commitLoop() {
 				}
 				return
 			}
-			ap.finish(job, ap.commitJob(job, &ls))
+			err := ap.commitJob(job, &ls)
+			if err == nil {
+				ap.doneGen.Store(job.gen)
+			}
+			ap.finish(job, err)
 			ap.busy.Add(-1)
 			select {
 			case ap.free <- struct{}{}:
@@ -699,6 +718,9 @@ func (ap *applier) commitJob(job *commitJob, ls *lazySync) error {
 	// Commit empties the batch: whether it wrote anything is known only
 	// before.
 	wrote := job.batch.Count() > 0
+	if ap.beforeCommit != nil {
+		ap.beforeCommit()
+	}
 	var err error
 	switch {
 	case wrote:
@@ -760,6 +782,9 @@ type streamSeq struct {
 // batch. A group that never reads keeps the cheaper write-only batch.
 func (ap *applier) visible() error {
 	ap.mu.Lock()
+	if ap.mu.inflight > 0 && ap.onWait != nil {
+		ap.onWait()
+	}
 	for ap.mu.inflight > 0 {
 		ap.mu.idle.Wait()
 	}

@@ -45,6 +45,19 @@ type stream struct {
 		timer     *time.Timer              // expiry timer; guarded by mu
 		timerAt   int64                    // when it fires (unix nanos), 0 if idle; guarded by mu
 		nextTTL   int64                    // earliest per-message TTL expiry, 0 if none; guarded by mu
+		// oldest is the stream's oldest message as removeLocked last read
+		// it, so the eviction after reads only the one after it: a capped
+		// stream evicts at every message, and reading each oldest message
+		// twice (as the next one, then as the one to evict) was a third
+		// of its apply step. Valid while oldest.seq == state.FirstSeq:
+		// sequences are never reused and a message never changes. nil
+		// until the stream first removes its oldest message, so a stream
+		// that never does pays a word. Guarded by mu.
+		oldest *oldestMsg
+		// holeGen is the applier group (applier.gen) that last removed a
+		// message other than the stream's oldest, 0 if none did; guarded
+		// by mu. See committedLiveLocked.
+		holeGen uint64
 		// ageNext is the time of the oldest message max_age can remove, 0
 		// when unknown; guarded by mu.
 		ageNext int64
@@ -401,4 +414,10 @@ func (s *stream) markDurable(seq uint64) {
 		}
 	}
 	s.wakeConsumers()
+}
+
+// oldestMsg is what removing a stream's oldest message needs of it.
+type oldestMsg struct {
+	seq, size uint64
+	subject   string
 }

@@ -433,6 +433,9 @@ func (s *stream) enforceLimitsLocked(subj string, ap *applier) error {
 
 // removeFirstLocked drops the stream's oldest message.
 func (s *stream) removeFirstLocked(ap *applier) error {
+	if o := s.mu.oldest; o != nil && o.seq == s.mu.state.FirstSeq {
+		return s.removeLocked(o.seq, o.subject, o.size, ap)
+	}
 	m, err := s.firstFromLocked(s.mu.state.FirstSeq, ap)
 	if err != nil {
 		return err
@@ -465,9 +468,16 @@ func (s *stream) removeSeqLocked(seq uint64, subj string, ap *applier) error {
 // while the message sought is usually in the newest memtable; a stream at
 // its max_msgs or max_bytes does this twice per message it stores, and
 // scanning made such a stream store at a third of an uncapped one's rate.
+//
+// The point read waits for the groups in flight only when the store may
+// not hold seq's current state (committedLiveLocked): a capped stream
+// evicts at every message, and that wait kept each group from being
+// applied while the one before it was synced.
 func (s *stream) firstFromLocked(seq uint64, ap *applier) (store.Message, error) {
-	if err := ap.visible(); err != nil {
-		return store.Message{}, err
+	if !s.committedLiveLocked(seq, ap) {
+		if err := ap.visible(); err != nil {
+			return store.Message{}, err
+		}
 	}
 	m, err := ap.rd.LoadMsg(s.id, seq)
 	switch {
@@ -477,6 +487,20 @@ func (s *stream) firstFromLocked(seq uint64, ap *applier) (store.Message, error)
 		return m, api.NewStreamStoreFailedError(err)
 	}
 	return s.nextMsgLocked(seq+1, "", ap)
+}
+
+// committedLiveLocked reports whether what the store holds at seq (seq
+// at least the stream's first sequence) is the stream's current state,
+// with no wait for the groups in flight: seq was committed (at most the
+// durable sequence), and every group that removed one of the stream's
+// messages other than its oldest has committed too. Why that suffices:
+// sequences are never reused, and a message at or after the first
+// sequence that a group still in flight (or this one) removed was not the
+// oldest when it went (an older one, still here, came before it), so it
+// made holeGen that group. A hit is then the message as it stands; a
+// miss still goes the slow way.
+func (s *stream) committedLiveLocked(seq uint64, ap *applier) bool {
+	return seq <= s.durable.Load() && s.mu.holeGen <= ap.doneGen.Load()
 }
 
 // nextMsgLocked reads the first message at or after seq matching filter,
@@ -502,6 +526,9 @@ func (s *stream) removeMsgLocked(m *store.Message, ap *applier) error {
 func (s *stream) removeLocked(seq uint64, subj string, size uint64, ap *applier) error {
 	m := &store.Message{Seq: seq, Subject: subj}
 	ap.batch.DeleteMsg(s.id, m.Seq, m.Subject)
+	if seq != s.mu.state.FirstSeq {
+		s.mu.holeGen = ap.gen
+	}
 	if s.mu.sched != nil {
 		s.unscheduleLocked(subj, seq)
 	}
@@ -550,6 +577,10 @@ func (s *stream) removeLocked(seq uint64, subj string, size uint64, ap *applier)
 	}
 	if next != nil {
 		st.FirstSeq, st.FirstTime = next.Seq, next.Time
+		if s.mu.oldest == nil {
+			s.mu.oldest = new(oldestMsg)
+		}
+		*s.mu.oldest = oldestMsg{seq: next.Seq, size: storedSize(next), subject: next.Subject}
 	}
 	return nil
 }
