@@ -222,6 +222,16 @@ var clusterWorkloads = []Workload{
 		Main:  []string{"bench", "js", "pub", "async", jsSubject, "--create", "--purge", "--storage", "file", "--replicas", "3"},
 	},
 	{
+		// As the single-node "js pub async capped": every stored
+		// message evicts the oldest, on all three replicas.
+		Name:  "R3 js pub async capped",
+		Div:   2,
+		Reset: [][]string{rmStream},
+		Setup: [][]string{{"stream", "add", streamName, "--subjects", jsSubject, "--storage", "file", "--replicas", "3",
+			"--max-bytes", "1MB", "--discard", "old", "--defaults"}},
+		Main: []string{"bench", "js", "pub", "async", jsSubject, "--purge"},
+	},
+	{
 		Name:  "R3 js fetch",
 		Div:   2,
 		Reset: [][]string{rmStream},
