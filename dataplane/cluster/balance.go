@@ -113,7 +113,7 @@ type move struct {
 func (n *Node) plan(held map[uint16]time.Time, skip map[uint16]bool) []move {
 	count := map[string]int{n.cfg.Name: 0}
 	for _, r := range n.groups[MetaGroup].Replicas() {
-		if r.Current && r.Voter {
+		if canLead(r, n.mult) {
 			count[r.Name] = 0
 		}
 	}
@@ -174,6 +174,16 @@ func (n *Node) plan(held map[uint16]time.Time, skip map[uint16]bool) []move {
 		count[to]++
 	}
 	return moves
+}
+
+// canLead reports whether the balancer may hand partitions to the meta
+// group member r: a current voter heard from within an election timeout.
+// Current alone allows a second of silence (three under the timing
+// multiplier of a loaded test run), and a node killed that recently was
+// picked: the transfer to it timed out, and the partition refused writes
+// meanwhile.
+func canLead(r Replica, mult time.Duration) bool {
+	return r.Current && r.Voter && r.Active <= followerHeartbeatTimeout*mult
 }
 
 // move asks the partition's leader to hand leadership over.

@@ -345,3 +345,25 @@ func TestMoveBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestBalancerTargetsLiveNodes: the balancer hands partitions only to
+// current voters heard from within an election timeout; a member silent
+// for longer, though still within Current's second, may be dead.
+func TestBalancerTargetsLiveNodes(t *testing.T) {
+	const mult = 3
+	for _, tc := range []struct {
+		r    Replica
+		want bool
+	}{
+		{Replica{Current: true, Voter: true, Active: 50 * time.Millisecond}, true},
+		{Replica{Current: true, Voter: true, Active: followerHeartbeatTimeout * mult}, true},
+		{Replica{Current: true, Voter: true, Active: followerHeartbeatTimeout*mult + time.Millisecond}, false},
+		{Replica{Current: true, Voter: true, Active: 2260 * time.Millisecond}, false}, // killed 2.26 s ago
+		{Replica{Current: false, Voter: true, Active: 10 * time.Millisecond}, false},
+		{Replica{Current: true, Voter: false, Active: 10 * time.Millisecond}, false},
+	} {
+		if got := canLead(tc.r, mult); got != tc.want {
+			t.Errorf("canLead(%+v) = %v, want %v", tc.r, got, tc.want)
+		}
+	}
+}
