@@ -108,8 +108,9 @@ type move struct {
 // most partitions to those leading the fewest, moving held partitions
 // only where no other will do (the one held longest first) and those in
 // skip (backing off after failed moves) not at all. Only nodes current
-// in the meta group receive leadership; a pass with a leaderless
-// partition does nothing, as an election is under way.
+// in the meta group and heard from lately (canLead) receive leadership;
+// a pass with a leaderless partition does nothing, as an election is
+// under way.
 func (n *Node) plan(held map[uint16]time.Time, skip map[uint16]bool) []move {
 	count := map[string]int{n.cfg.Name: 0}
 	for _, r := range n.groups[MetaGroup].Replicas() {
