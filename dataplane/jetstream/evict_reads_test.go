@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -90,25 +89,15 @@ func TestEvictionReadsAroundGroupsInFlight(t *testing.T) {
 		defer s.mu.Unlock()
 		return s.mu.state.FirstSeq, s.mu.state.LastSeq, s.mu.state.Msgs
 	}
-	// awaitLast polls for seq to be applied. It never waits for the
-	// stream's lock, which an apply step waiting for a group in flight
-	// holds.
-	awaitLast := func(seq uint64, why string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if s.mu.TryLock() {
-				last := s.mu.state.LastSeq
-				s.mu.Unlock()
-				if last == seq {
-					return
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: seq %d not applied in 10s", why, seq)
-			}
-			time.Sleep(time.Millisecond) // polling the stream's state, not synchronising
+	// lastIs reports whether seq is the stream's last applied sequence.
+	// It never waits for the stream's lock, which an apply step waiting
+	// for a group in flight holds.
+	lastIs := func(seq uint64) bool {
+		if !s.mu.TryLock() {
+			return false
 		}
+		defer s.mu.Unlock()
+		return s.mu.state.LastSeq == seq
 	}
 
 	// The per-subject summaries are built first (that build reads the
@@ -138,26 +127,17 @@ func TestEvictionReadsAroundGroupsInFlight(t *testing.T) {
 	publish() // 5: evicts 1; the next message is 3
 	// 5's eviction waits for the delete's commit; applied without
 	// waiting, it read 2 from the store.
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	waitForCond(t, "5's eviction to wait for the delete in flight", func() bool {
 		select {
 		case <-waiting:
+			return true
 		default:
-			if s.mu.TryLock() {
-				last := s.mu.state.LastSeq
-				s.mu.Unlock()
-				if last == 5 {
-					gate.open()
-					t.Fatal("5's eviction ran with a delete in the middle of the stream still in flight")
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("5 neither applied nor waiting in 10s")
-			}
-			time.Sleep(time.Millisecond) // polling the stream's state, not synchronising
-			continue
 		}
-		break
-	}
+		if lastIs(5) {
+			t.Fatal("5's eviction ran with a delete in the middle of the stream still in flight")
+		}
+		return false
+	})
 	gate.open()
 	wg.Wait()
 	if first, last, msgs := state(); first != 3 || last != 5 || msgs != 3 {
@@ -173,7 +153,7 @@ func TestEvictionReadsAroundGroupsInFlight(t *testing.T) {
 	publish() // 6, its group held before its commit
 	<-gate.blocked
 	publish() // 7: evicts 4 (the next, 5, is committed)
-	awaitLast(7, "eviction with the group before it in flight")
+	waitForCond(t, "7 applied with the group before it in flight", func() bool { return lastIs(7) })
 	gate.open()
 	wg.Wait()
 	if first, last, msgs := state(); first != 5 || last != 7 || msgs != 3 {
