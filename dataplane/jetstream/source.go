@@ -409,9 +409,7 @@ func (sr *sourcer) connect() (func(), string) {
 	for reset := false; ; reset = true {
 		c := cc
 		want := sr.startPoint(&c, reset)
-		sr.mu.Lock()
-		sr.mu.cname, sr.mu.dseq, sr.mu.sseq, sr.mu.ready, sr.mu.early = cname, 0, 0, false, nil
-		sr.mu.Unlock()
+		sr.begin(cname)
 		var hdr []byte
 		if want != "" && !sr.mirror {
 			hdr = appendHeaderBlock(nil, "", api.HeaderStreamIdentity, want)
@@ -461,9 +459,7 @@ func (sr *sourcer) connect() (func(), string) {
 // reaches this connection.
 func (sr *sourcer) connectDurable() (func(), string) {
 	d := sr.cfg.Consumer
-	sr.mu.Lock()
-	sr.mu.cname, sr.mu.dseq, sr.mu.sseq, sr.mu.ready, sr.mu.early = d.Name, 0, 0, false, nil
-	sr.mu.Unlock()
+	sr.begin(d.Name)
 	sr.s.mu.Lock()
 	want := sr.s.mu.progress[sr.key].ident
 	sr.s.mu.Unlock()
@@ -501,6 +497,15 @@ func (sr *sourcer) connectDurable() (func(), string) {
 	}
 	sr.connected(rhdr)
 	return unsub, ""
+}
+
+// begin starts reading consumer cname: from its first delivery, holding
+// deliveries until its setup is answered (connected), with no flow
+// control answer owed from an earlier consumer.
+func (sr *sourcer) begin(cname string) {
+	sr.mu.Lock()
+	sr.mu.cname, sr.mu.dseq, sr.mu.sseq, sr.mu.ready, sr.mu.early, sr.mu.fcReply = cname, 0, 0, false, nil, ""
+	sr.mu.Unlock()
 }
 
 // connected records a consumer set up: the origin's identity from the
@@ -638,17 +643,27 @@ func (sr *sourcer) handle(subj, reply, hdr, msg []byte) {
 }
 
 // applied runs once a submitted message is durable or failed.
-func (sr *sourcer) applied(_ *proposal, r result) {
-	var aerr *api.Error
-	failed := r.err != nil && !errors.As(r.err, &aerr)
+//
+// A message is taken once the stream's progress covers it: stored, or
+// refused by the apply step (a limit), which moves the progress past it
+// in the same batch. Any other outcome (never appended because the
+// partition's leadership moved, fate unknown, a failed commit, refused
+// before the apply step) leaves it to be read again: the consumer is
+// replaced, and until then no flow control answer is given, because it
+// would name this message. Invariant: a flow control answer names only
+// deliveries the progress covers, so a flow_control durable's ack floor
+// never passes a message the stream does not hold, and the reset that
+// replaces the consumer delivers it again.
+func (sr *sourcer) applied(p *proposal, r result) {
+	failed := r.err != nil && !sr.s.sourceCovers(p.src)
 	sr.mu.Lock()
 	sr.mu.inflight--
-	var fc string
-	if sr.mu.inflight == 0 {
-		fc, sr.mu.fcReply = sr.mu.fcReply, ""
-	}
 	if failed {
 		sr.mu.cname = ""
+	}
+	var fc string
+	if sr.mu.inflight == 0 && sr.mu.cname != "" {
+		fc, sr.mu.fcReply = sr.mu.fcReply, ""
 	}
 	sr.mu.Unlock()
 	if fc != "" {
@@ -664,6 +679,12 @@ func (sr *sourcer) applied(_ *proposal, r result) {
 func (sr *sourcer) onStatus(reply, hdr []byte) {
 	sr.mu.Lock()
 	sr.mu.last = time.Now().UnixNano()
+	if sr.mu.cname == "" {
+		// Being replaced after a gap or a failed take: no answer (see
+		// applied).
+		sr.mu.Unlock()
+		return
+	}
 	if len(reply) > 0 {
 		if sr.mu.inflight > 0 {
 			sr.mu.fcReply = string(reply)

@@ -1,6 +1,8 @@
 package jetstream
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,6 +114,71 @@ func TestSourceBackoff(t *testing.T) {
 			if got < tc.base || got > hi {
 				t.Fatalf("sourceBackoff(%d) = %v, want %v..%v", tc.fails, got, tc.base, hi)
 			}
+		}
+	}
+}
+
+// TestSourcerRetakesUnappendedMessages: messages a source's stream could
+// not append (its partition's leadership moved, here the applier's lost
+// flag) are read again once it can, through the flow_control durable the
+// source names; that consumer's ack floor never passes what the stream
+// holds meanwhile. Before, such a refusal counted as taken: the sourcer
+// read on, so the stream missed those messages for good (seen on a
+// cluster whose partition was reloaded while its origin failed over).
+func TestSourcerRetakesUnappendedMessages(t *testing.T) {
+	e, acc, _ := openEngine(t, vfs.NewMem())
+	createStream(t, acc, api.StreamConfig{Name: "ORIGIN", Subjects: []string{"o"}})
+	var cr api.ConsumerInfoResponse
+	acc.apiCall(t, "$JS.API.CONSUMER.CREATE.ORIGIN.SC", api.ConsumerCreateRequest{Stream: "ORIGIN", Config: api.ConsumerConfig{
+		Durable: "SC", DeliverSubject: "dsrc.sc", AckPolicy: api.AckFlowControl, MaxAckPending: 3,
+		FlowControl: true, Heartbeat: time.Second}}, &cr)
+	if cr.Error != nil {
+		t.Fatalf("consumer create: %v", cr.Error)
+	}
+	// S's applier (memory storage) is not ORIGIN's (file), so only S's
+	// appends are refused below.
+	createStream(t, acc, api.StreamConfig{Name: "S", Storage: api.MemoryStorage, Sources: []*api.StreamSource{{Name: "ORIGIN",
+		Consumer: &api.StreamSourceDurable{Name: "SC", DeliverSubject: "dsrc.sc"}}}})
+	s := e.account("A").lookup("S")
+	held := func(n uint64) func() bool {
+		return func() bool { st := s.snapshotState(); return st.Msgs == n && st.LastSeq == n }
+	}
+	for range 5 {
+		publish(t, acc, "o", nil, []byte("x"))
+	}
+	waitForCond(t, "S to hold 5", held(5))
+
+	s.ap.lost.Store(true)
+	for range 5 {
+		publish(t, acc, "o", nil, []byte("x"))
+	}
+	// Wait until the sourcer has had deliveries refused and decided
+	// (nothing in flight). max_ack_pending 3 brings a flow control
+	// request with 6..8 while they are in flight; answering it would
+	// acknowledge them.
+	s.mu.Lock()
+	sr := s.mu.sourcers[0]
+	s.mu.Unlock()
+	waitForCond(t, "deliveries refused", func() bool {
+		sr.mu.Lock()
+		defer sr.mu.Unlock()
+		return sr.mu.sseq > 5 && sr.mu.cname == "" && sr.mu.inflight == 0
+	})
+	var ci api.ConsumerInfoResponse
+	acc.apiCall(t, "$JS.API.CONSUMER.INFO.ORIGIN.SC", nil, &ci)
+	if ci.Error != nil || ci.AckFloor.Stream > 5 {
+		t.Fatalf("ack floor %+v (error %v) passed what S holds (5)", ci.AckFloor, ci.Error)
+	}
+	s.ap.lost.Store(false)
+	publish(t, acc, "o", nil, []byte("x"))
+	waitForCond(t, "S to hold 1..11", held(11))
+	for seq := uint64(1); seq <= 11; seq++ {
+		m, err := s.get(&api.MsgGetRequest{Seq: seq})
+		if err != nil {
+			t.Fatalf("S seq %d: %v", seq, err)
+		}
+		if f := strings.Fields(string(headerValue(m.Header, api.HeaderStreamSource))); len(f) < 2 || f[1] != strconv.FormatUint(seq, 10) {
+			t.Fatalf("S seq %d holds origin message %v", seq, f)
 		}
 	}
 }

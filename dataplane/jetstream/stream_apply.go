@@ -107,8 +107,7 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 // again) covers nothing of the new one.
 func (s *stream) storeSourcedLocked(p *proposal, ap *applier) result {
 	src := p.src
-	cur := s.mu.progress[src.key]
-	if (cur.ident == src.ident && src.oseq <= cur.seq) || (src.mirror && src.oseq <= s.mu.state.LastSeq) {
+	if s.sourceCoversLocked(src) {
 		return result{dup: true}
 	}
 	r := s.storeMsgLocked(p, ap)
@@ -118,6 +117,21 @@ func (s *stream) storeSourcedLocked(p *proposal, ap *applier) result {
 		ap.batch.PutSourceProgress(s.id, src.key, src.oseq, src.ident)
 	}
 	return r
+}
+
+// sourceCoversLocked reports whether the stream has taken src already:
+// its source's progress (from the same origin) or, for a mirror, its
+// last sequence is at or past src's origin sequence.
+func (s *stream) sourceCoversLocked(src *sourcedMsg) bool {
+	cur := s.mu.progress[src.key]
+	return (cur.ident == src.ident && src.oseq <= cur.seq) || (src.mirror && src.oseq <= s.mu.state.LastSeq)
+}
+
+// sourceCovers is sourceCoversLocked for callers outside the apply step.
+func (s *stream) sourceCovers(src *sourcedMsg) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sourceCoversLocked(src)
 }
 
 // dupLocked finds the message a publish with Nats-Msg-Id msgID at time
