@@ -53,6 +53,9 @@ type jsAccount struct {
 	// fencing counts the account's replies waiting for their read fence
 	// off the API workers (serve); bounded by maxFencingReplies.
 	fencing atomic.Int32
+	// leaderless counts the account's 10008 answers waiting out
+	// errRespDelay; bounded by maxLeaderlessReplies.
+	leaderless atomic.Int32
 }
 
 // EnableAccount turns JetStream on for acc with no limits (open mode): its

@@ -348,12 +348,29 @@ func (a *jsAccount) readLeadership(op, name string) (ReplicaGroup, bool) {
 	return c.r.Group(0), true
 }
 
-// replyLeaderless answers 10008 in r's reply shape after errRespDelay.
+// maxLeaderlessReplies bounds an account's 10008 answers waiting out
+// errRespDelay. An election takes about that long, so honest clients
+// keep few waiting; past the bound the answer goes at once, and an
+// account flooding requests while a group has no leader costs a bounded
+// number of timers, not one per request.
+const maxLeaderlessReplies = 1024
+
+// replyLeaderless answers 10008 in r's reply shape after errRespDelay, or
+// at once past maxLeaderlessReplies of the account's waiting.
 func (a *jsAccount) replyLeaderless(reply string, r apiRoute) {
 	if reply == "" {
 		return
 	}
-	time.AfterFunc(errRespDelay, func() { a.reply(reply, r.fail(api.NewClusterNotAvailableError())) })
+	answer := func() { a.reply(reply, r.fail(api.NewClusterNotAvailableError())) }
+	if a.leaderless.Add(1) > maxLeaderlessReplies {
+		a.leaderless.Add(-1)
+		answer()
+		return
+	}
+	time.AfterFunc(errRespDelay, func() {
+		defer a.leaderless.Add(-1)
+		answer()
+	})
 }
 
 // catalogNames lists an account's streams from the catalog in name

@@ -760,3 +760,36 @@ func TestClusterStreamNamedWithItsConsumers(t *testing.T) {
 		t.Fatalf("stream info on the new leader: %d consumers, %v", info.State.Consumers, info.Error)
 	}
 }
+
+// TestLeaderlessRepliesBounded: a request with no leader to answer it
+// gets 10008 after errRespDelay, up to maxLeaderlessReplies of an
+// account's waiting at once; past that at once, so a flood during an
+// election holds a bounded number of timers.
+func TestLeaderlessRepliesBounded(t *testing.T) {
+	e, acc, _ := openEngine(t, vfs.NewMem())
+	a := e.account("A")
+	var answers atomic.Int64
+	var bad atomic.Value
+	unsub, _ := acc.SubscribeInternal("_INBOX.leaderless", func(_, _, _, msg []byte) {
+		var resp api.StreamInfoResponse
+		if err := json.Unmarshal(msg, &resp); err != nil || resp.Error == nil || resp.Error.ErrCode != api.CodeClusterNotAvailable {
+			bad.Store(string(msg))
+		}
+		answers.Add(1)
+	})
+	defer unsub()
+	const extra = 5
+	for range maxLeaderlessReplies + extra {
+		a.replyLeaderless("_INBOX.leaderless", apiRoutes["STREAM.INFO"])
+	}
+	// Those past the bound were answered before replyLeaderless returned
+	// (the fake account delivers in Publish); the others wait 500 ms.
+	if n := answers.Load(); n != extra {
+		t.Fatalf("%d answered at once, want the %d past the bound", n, extra)
+	}
+	waitForCond(t, "every request answered", func() bool { return answers.Load() == maxLeaderlessReplies+extra })
+	waitForCond(t, "no answer left waiting", func() bool { return a.leaderless.Load() == 0 })
+	if m := bad.Load(); m != nil {
+		t.Fatalf("answer %s, want 10008", m)
+	}
+}
