@@ -96,6 +96,11 @@ type result struct {
 	dup    bool
 	purged uint64
 	err    error // *api.Error for refusals, anything else for I/O failure
+	// skipped marks a mirrored or sourced message the stream refused (a
+	// limit) in the apply step, which moved the source's progress past
+	// it in the same batch: it counts as taken (sourcer.applied). Set
+	// only with err, which a failed commit does not replace (complete).
+	skipped bool
 	// val is a counter stream's new total (counter.go), for the PubAck.
 	val string
 }

@@ -644,18 +644,19 @@ func (sr *sourcer) handle(subj, reply, hdr, msg []byte) {
 
 // applied runs once a submitted message is durable or failed.
 //
-// A message is taken once the stream's progress covers it: stored, or
-// refused by the apply step (a limit), which moves the progress past it
-// in the same batch. Any other outcome (never appended because the
-// partition's leadership moved, fate unknown, a failed commit, refused
-// before the apply step) leaves it to be read again: the consumer is
-// replaced, and until then no flow control answer is given, because it
-// would name this message. Invariant: a flow control answer names only
-// deliveries the progress covers, so a flow_control durable's ack floor
+// A message is taken once it is durable, or refused by the apply step
+// (a limit: skipped), which moves the source's progress past it in the
+// same batch. Any other outcome (never appended because the partition's
+// leadership moved, fate unknown, a failed commit) leaves it to be read
+// again, even where the apply step already moved the progress in memory
+// (a partition's entry applied on its leader, then lost): the consumer
+// is replaced, and until then no flow control answer is given, because
+// it would name this message. Invariant: a flow control answer names
+// only deliveries the stream took, so a flow_control durable's ack floor
 // never passes a message the stream does not hold, and the reset that
 // replaces the consumer delivers it again.
-func (sr *sourcer) applied(p *proposal, r result) {
-	failed := r.err != nil && !sr.s.sourceCovers(p.src)
+func (sr *sourcer) applied(_ *proposal, r result) {
+	failed := r.err != nil && !r.skipped
 	sr.mu.Lock()
 	sr.mu.inflight--
 	if failed {

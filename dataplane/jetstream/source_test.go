@@ -1,8 +1,10 @@
 package jetstream
 
 import (
+	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,6 +58,30 @@ func TestSourcedApplyProgress(t *testing.T) {
 	}
 	if r := applySourced(t, s, "s", sourcedMsg{key: key, ident: "id2", oseq: 2}); !r.dup {
 		t.Fatalf("taken again after restart: %+v", r)
+	}
+}
+
+// TestSourcedRefusalSkips: a sourced message the stream refuses (a limit)
+// is skipped: the progress moves past it, and the result says so, so the
+// sourcer reads on instead of reading it again forever.
+func TestSourcedRefusalSkips(t *testing.T) {
+	e, acc, _ := openEngine(t, vfs.NewMem())
+	createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s"}, MaxMsgSize: 1})
+	s := e.account("A").lookup("S")
+	key := (&api.StreamSource{Name: "O"}).IndexName()
+	r := s.ap.apply(&proposal{s: s, kind: propMsg, acct: s.mu.owner, subject: "s", data: []byte("too big"),
+		src: &sourcedMsg{key: key, ident: "id1", oseq: 4}})
+	if r.err == nil || !r.skipped {
+		t.Fatalf("refused sourced message: %+v, want an error and skipped", r)
+	}
+	s.mu.Lock()
+	got := s.mu.progress[key]
+	s.mu.Unlock()
+	if got != (sourceProgress{seq: 4, ident: "id1"}) {
+		t.Fatalf("progress %+v after the refusal", got)
+	}
+	if r := applySourced(t, s, "s", sourcedMsg{key: key, ident: "id1", oseq: 3}); r.err != nil || !r.dup || r.skipped {
+		t.Fatalf("below the progress: %+v", r)
 	}
 }
 
@@ -179,6 +205,57 @@ func TestSourcerRetakesUnappendedMessages(t *testing.T) {
 		}
 		if f := strings.Fields(string(headerValue(m.Header, api.HeaderStreamSource))); len(f) < 2 || f[1] != strconv.FormatUint(seq, 10) {
 			t.Fatalf("S seq %d holds origin message %v", seq, f)
+		}
+	}
+}
+
+// TestSourcerAppliedOutcomes: which outcomes of a sourced message's
+// proposal count as taken. Taken: stored, a duplicate, or refused by the
+// apply step (skipped: the progress moved past it in the same batch);
+// the flow control request waiting for it is answered. Anything else
+// (never appended, fate unknown, a failed store, an I/O error) replaces
+// the consumer with no answer, whatever the stream's progress says in
+// memory: on a partition the leader's apply step moves it before the
+// entry commits, and an entry lost then is not in the store.
+func TestSourcerAppliedOutcomes(t *testing.T) {
+	e, acc, _ := openEngine(t, vfs.NewMem())
+	createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s"}})
+	a := e.account("A")
+	s := a.lookup("S")
+	var answers atomic.Int64
+	unsub, _ := acc.SubscribeInternal("fc.reply", func(_, _, _, _ []byte) { answers.Add(1) })
+	defer unsub()
+	for _, tc := range []struct {
+		name  string
+		r     result
+		taken bool
+	}{
+		{"stored", result{seq: 1}, true},
+		{"duplicate", result{dup: true}, true},
+		{"refused by the apply step", result{err: api.NewMessageTooLargeError(), skipped: true}, true},
+		{"never appended", result{err: errNotAppended}, false},
+		{"fate unknown", result{err: errFateUnknown}, false},
+		{"store failed", result{err: api.NewStreamStoreFailedError(errors.New("disk"))}, false},
+		{"I/O error", result{err: errors.New("disk")}, false},
+	} {
+		sr := newSourcer(s, a, &api.StreamSource{Name: "O"}, false)
+		sr.begin("C")
+		sr.mu.dseq, sr.mu.sseq, sr.mu.inflight, sr.mu.fcReply = 1, 1, 1, "fc.reply"
+		// As the apply step leaves it on a partition's leader before the
+		// entry commits.
+		s.mu.Lock()
+		s.mu.progress[sr.key] = sourceProgress{seq: 1}
+		s.mu.Unlock()
+		before := answers.Load()
+		sr.applied(nil, tc.r)
+		answered := answers.Load() > before
+		sr.mu.Lock()
+		replaced := sr.mu.cname == ""
+		sr.mu.Unlock()
+		kicked := len(sr.kickCh) == 1
+		if answered != tc.taken || replaced == tc.taken || kicked == tc.taken {
+			t.Errorf("%s: flow control answered %v, consumer replaced %v (kicked %v); want taken %v",
+				tc.name, answered, replaced, kicked, tc.taken)
 		}
 	}
 }

@@ -115,6 +115,7 @@ func (s *stream) storeSourcedLocked(p *proposal, ap *applier) result {
 	if r.err == nil || errors.As(r.err, &aerr) {
 		s.mu.progress[src.key] = sourceProgress{seq: src.oseq, ident: src.ident}
 		ap.batch.PutSourceProgress(s.id, src.key, src.oseq, src.ident)
+		r.skipped = r.err != nil
 	}
 	return r
 }
@@ -125,13 +126,6 @@ func (s *stream) storeSourcedLocked(p *proposal, ap *applier) result {
 func (s *stream) sourceCoversLocked(src *sourcedMsg) bool {
 	cur := s.mu.progress[src.key]
 	return (cur.ident == src.ident && src.oseq <= cur.seq) || (src.mirror && src.oseq <= s.mu.state.LastSeq)
-}
-
-// sourceCovers is sourceCoversLocked for callers outside the apply step.
-func (s *stream) sourceCovers(src *sourcedMsg) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sourceCoversLocked(src)
 }
 
 // dupLocked finds the message a publish with Nats-Msg-Id msgID at time
