@@ -45,6 +45,9 @@ type testNode struct {
 	// the engine until it closes: the engine then acts on a change
 	// late, as a busy node does.
 	gate atomic.Pointer[chan struct{}]
+	// failApply, while set, fails the node's next raft Apply with the
+	// error it holds (once), as raft refusing an entry does.
+	failApply atomic.Pointer[error]
 
 	mu struct {
 		sync.Mutex
@@ -131,8 +134,18 @@ func (g testGroup) Repair() error {
 }
 
 func (g testGroup) Apply(data []byte, timeout time.Duration) raft.ApplyFuture {
+	if err := g.n.failApply.Swap(nil); err != nil {
+		return failedFuture{*err}
+	}
 	return cluster.Stoppable(g.r.Apply(data, timeout), g.n.quit)
 }
+
+// failedFuture is an entry raft refused.
+type failedFuture struct{ err error }
+
+func (f failedFuture) Error() error  { return f.err }
+func (f failedFuture) Index() uint64 { return 0 }
+func (f failedFuture) Response() any { return nil }
 func (g testGroup) IsLeader() bool { return g.r.State() == raft.Leader }
 func (g testGroup) Leader() string {
 	_, id := g.r.LeaderWithID()

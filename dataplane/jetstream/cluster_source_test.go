@@ -1,0 +1,77 @@
+package jetstream
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/hashicorp/raft"
+)
+
+// TestClusterSourceEntryLostIsReadAgain: an R3 stream sourcing through a
+// flow_control durable whose partition loses an entry after its leader's
+// apply step took a sourced message (raft refuses the entry) does not
+// acknowledge that message to the origin. The partition's next leader
+// resets the consumer, which delivers it again, and the stream ends with
+// every origin message exactly once. With max_ack_pending 1 a flow
+// control request follows every delivery, so an answer naming the lost
+// message would be sent at once (as it was when any API error counted as
+// taken, or when the progress the apply step had moved in memory did).
+func TestClusterSourceEntryLostIsReadAgain(t *testing.T) {
+	acc := newFakeAccount("A")
+	nodes := startTestCluster(t, 3, 1, acc)
+	waitClusterReady(t, nodes)
+	// ORIGIN is R1: no raft entry of its own for the failure to hit.
+	createClustered(t, acc, api.StreamConfig{Name: "ORIGIN", Subjects: []string{"o"}, Replicas: 1})
+	var cr api.ConsumerInfoResponse
+	acc.apiCall(t, "$JS.API.CONSUMER.CREATE.ORIGIN.SC", api.ConsumerCreateRequest{Stream: "ORIGIN", Config: api.ConsumerConfig{
+		Durable: "SC", DeliverSubject: "dsrc.sc", AckPolicy: api.AckFlowControl, MaxAckPending: 1,
+		FlowControl: true, Heartbeat: sourceHeartbeat}}, &cr)
+	if cr.Error != nil {
+		t.Fatalf("consumer create: %v", cr.Error)
+	}
+	createClustered(t, acc, api.StreamConfig{Name: "S", Replicas: 3, Sources: []*api.StreamSource{{Name: "ORIGIN",
+		Consumer: &api.StreamSourceDurable{Name: "SC", DeliverSubject: "dsrc.sc"}}}})
+	g := waitAssigned(t, nodes, "A", "S").group()
+	// onLeader is stream S on its partition's current leader, or nil.
+	onLeader := func() *stream {
+		if nd := leaderOf(nodes, g); nd != nil {
+			return nd.e.account("A").lookup("S")
+		}
+		return nil
+	}
+	holds := func(n uint64) func() bool {
+		return func() bool {
+			s := onLeader()
+			if s == nil {
+				return false
+			}
+			st := s.snapshotState()
+			return st.Msgs == n && st.LastSeq == n
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		publishOnce(t, acc, "o", "m"+strconv.Itoa(i))
+	}
+	waitForCond(t, "S to hold 3", holds(3))
+
+	var lead *testNode
+	waitForCond(t, "S's leader", func() bool { lead = leaderOf(nodes, g); return lead != nil })
+	refused := error(raft.ErrNotLeader)
+	lead.failApply.Store(&refused)
+	publishOnce(t, acc, "o", "m4")
+	waitForCond(t, "the refused entry", func() bool { return lead.failApply.Load() == nil })
+	publishOnce(t, acc, "o", "m5")
+	waitForCond(t, "S to hold 1..5", holds(5))
+	s := onLeader()
+	for seq := uint64(1); seq <= 5; seq++ {
+		m, err := s.get(&api.MsgGetRequest{Seq: seq})
+		if err != nil {
+			t.Fatalf("S seq %d: %v", seq, err)
+		}
+		if f := strings.Fields(string(headerValue(m.Header, api.HeaderStreamSource))); len(f) < 2 || f[1] != strconv.FormatUint(seq, 10) {
+			t.Fatalf("S seq %d holds origin message %v", seq, f)
+		}
+	}
+}
