@@ -146,7 +146,8 @@ type failedFuture struct{ err error }
 func (f failedFuture) Error() error  { return f.err }
 func (f failedFuture) Index() uint64 { return 0 }
 func (f failedFuture) Response() any { return nil }
-func (g testGroup) IsLeader() bool   { return g.r.State() == raft.Leader }
+
+func (g testGroup) IsLeader() bool { return g.r.State() == raft.Leader }
 func (g testGroup) Leader() string {
 	_, id := g.r.LeaderWithID()
 	return string(id)
