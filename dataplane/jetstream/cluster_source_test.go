@@ -2,7 +2,6 @@ package jetstream
 
 import (
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
@@ -64,14 +63,5 @@ func TestClusterSourceEntryLostIsReadAgain(t *testing.T) {
 	waitForCond(t, "the refused entry", func() bool { return lead.failApply.Load() == nil })
 	publishOnce(t, acc, "o", "m5")
 	waitForCond(t, "S to hold 1..5", holds(5))
-	s := onLeader()
-	for seq := uint64(1); seq <= 5; seq++ {
-		m, err := s.get(&api.MsgGetRequest{Seq: seq})
-		if err != nil {
-			t.Fatalf("S seq %d: %v", seq, err)
-		}
-		if f := strings.Fields(string(headerValue(m.Header, api.HeaderStreamSource))); len(f) < 2 || f[1] != strconv.FormatUint(seq, 10) {
-			t.Fatalf("S seq %d holds origin message %v", seq, f)
-		}
-	}
+	checkSourcedInOrder(t, onLeader(), 5)
 }

@@ -198,13 +198,20 @@ func TestSourcerRetakesUnappendedMessages(t *testing.T) {
 	s.ap.lost.Store(false)
 	publish(t, acc, "o", nil, []byte("x"))
 	waitForCond(t, "S to hold 1..11", held(11))
-	for seq := uint64(1); seq <= 11; seq++ {
+	checkSourcedInOrder(t, s, 11)
+}
+
+// checkSourcedInOrder fails unless s's messages 1..n are its origin's
+// 1..n, in order (by their Nats-Stream-Source headers).
+func checkSourcedInOrder(t *testing.T, s *stream, n uint64) {
+	t.Helper()
+	for seq := uint64(1); seq <= n; seq++ {
 		m, err := s.get(&api.MsgGetRequest{Seq: seq})
 		if err != nil {
-			t.Fatalf("S seq %d: %v", seq, err)
+			t.Fatalf("%s seq %d: %v", s.name(), seq, err)
 		}
 		if f := strings.Fields(string(headerValue(m.Header, api.HeaderStreamSource))); len(f) < 2 || f[1] != strconv.FormatUint(seq, 10) {
-			t.Fatalf("S seq %d holds origin message %v", seq, f)
+			t.Fatalf("%s seq %d holds origin message %v", s.name(), seq, f)
 		}
 	}
 }
