@@ -626,11 +626,7 @@ func (ap *applier) commitLoop() {
 				}
 				return
 			}
-			err := ap.commitJob(job, &ls)
-			if err == nil {
-				ap.doneGen.Store(job.gen)
-			}
-			ap.finish(job, err)
+			ap.finish(job, ap.commitJob(job, &ls))
 			ap.busy.Add(-1)
 			select {
 			case ap.free <- struct{}{}:
@@ -658,15 +654,20 @@ type lazySync struct {
 // finish completes a committed (or failed) group: releases visible(),
 // marks the streams durable, and runs the proposals' completions.
 func (ap *applier) finish(job *commitJob, err error) {
-	ap.release(job)
+	ap.release(job, err)
 	ap.complete(job, err)
 }
 
-// release ends job's time in flight. It must come before complete, and
+// release ends job's time in flight, err being its commit's outcome: a
+// group that committed becomes doneGen first, so a reader that no longer
+// sees it in flight sees it done. It must come before complete, and
 // never wait for it: the apply goroutine may wait in visible() holding a
 // stream's lock, which completing (a PubAck reads the stream's config)
 // takes.
-func (ap *applier) release(job *commitJob) {
+func (ap *applier) release(job *commitJob, err error) {
+	if err == nil {
+		ap.doneGen.Store(job.gen)
+	}
 	job.batch.Close()
 	ap.mu.Lock()
 	ap.mu.inflight--

@@ -602,13 +602,10 @@ func (ap *applier) replicateLoop() {
 					p.err = ap.entryLost(p.err)
 				}
 			}
-			if p.err == nil {
-				ap.doneGen.Store(p.job.gen)
-				if ap.onCommit != nil {
-					ap.onCommit()
-				}
+			if p.err == nil && ap.onCommit != nil {
+				ap.onCommit()
 			}
-			ap.release(p.job)
+			ap.release(p.job, p.err)
 			completions <- p
 		}
 	}()
