@@ -1,7 +1,6 @@
 package jetstream
 
 import (
-	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -65,9 +64,7 @@ func TestEvictionReadsAroundGroupsInFlight(t *testing.T) {
 	e, acc, _ := openEngine(t, vfs.NewMem())
 	createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s"}, MaxMsgs: 3})
 	s := attachedStream(e, acc.Name(), "S")
-	e.mu.Lock()
-	a := e.mu.accounts[acc.Name()]
-	e.mu.Unlock()
+	a := e.account(acc.Name())
 	gate := newCommitGate(s.ap)
 	t.Cleanup(gate.open) // before the engine closes: a failure may leave it shut
 
@@ -175,9 +172,8 @@ func TestEvictionAfterPurgeForgetsOldest(t *testing.T) {
 	createStream(t, acc, api.StreamConfig{Name: "S", Subjects: []string{"s"}, MaxMsgs: 3})
 	pub := func() {
 		t.Helper()
-		var ack api.PubAck
-		if err := json.Unmarshal(acc.request(t, "s", nil, []byte("x")), &ack); err != nil || ack.Stream != "S" {
-			t.Fatalf("publish: %+v, %v", ack, err)
+		if ack := publish(t, acc, "s", nil, []byte("x")); ack.Error != nil || ack.PubAck == nil || ack.Stream != "S" {
+			t.Fatalf("publish: %+v", ack)
 		}
 	}
 	for range 4 {
