@@ -40,14 +40,12 @@ func TestClusterSourceEntryLostIsReadAgain(t *testing.T) {
 		}
 		return nil
 	}
+	// held is S as it last held 1..n durably on its leader (holds).
+	var held *stream
 	holds := func(n uint64) func() bool {
 		return func() bool {
-			s := onLeader()
-			if s == nil {
-				return false
-			}
-			st := s.snapshotState()
-			return st.Msgs == n && st.LastSeq == n
+			held = onLeader()
+			return held != nil && holdsDurably(held, n)
 		}
 	}
 	for i := 1; i <= 3; i++ {
@@ -63,5 +61,5 @@ func TestClusterSourceEntryLostIsReadAgain(t *testing.T) {
 	waitForCond(t, "the refused entry", func() bool { return lead.failApply.Load() == nil })
 	publishOnce(t, acc, "o", "m5")
 	waitForCond(t, "S to hold 1..5", holds(5))
-	checkSourcedInOrder(t, onLeader(), 5)
+	checkSourcedInOrder(t, held, 5)
 }

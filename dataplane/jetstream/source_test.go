@@ -166,9 +166,7 @@ func TestSourcerRetakesUnappendedMessages(t *testing.T) {
 	createStream(t, acc, api.StreamConfig{Name: "S", Storage: api.MemoryStorage, Sources: []*api.StreamSource{{Name: "ORIGIN",
 		Consumer: &api.StreamSourceDurable{Name: "SC", DeliverSubject: "dsrc.sc"}}}})
 	s := e.account("A").lookup("S")
-	held := func(n uint64) func() bool {
-		return func() bool { st := s.snapshotState(); return st.Msgs == n && st.LastSeq == n }
-	}
+	held := func(n uint64) func() bool { return func() bool { return holdsDurably(s, n) } }
 	for range 5 {
 		publish(t, acc, "o", nil, []byte("x"))
 	}
@@ -199,6 +197,15 @@ func TestSourcerRetakesUnappendedMessages(t *testing.T) {
 	publish(t, acc, "o", nil, []byte("x"))
 	waitForCond(t, "S to hold 1..11", held(11))
 	checkSourcedInOrder(t, s, 11)
+}
+
+// holdsDurably reports whether s holds exactly messages 1..n, all of
+// them committed: a read from the store (checkSourcedInOrder) finds a
+// message only once its group has committed, while the stream's state
+// counts it from its apply step.
+func holdsDurably(s *stream, n uint64) bool {
+	st := s.snapshotState()
+	return st.Msgs == n && st.LastSeq == n && s.durable.Load() >= n
 }
 
 // checkSourcedInOrder fails unless s's messages 1..n are its origin's
