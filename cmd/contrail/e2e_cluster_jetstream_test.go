@@ -236,17 +236,24 @@ func TestClusterFormsWithMajority(t *testing.T) {
 		return false
 	})
 	// The late node's copy is whole: lead from it and read everything.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	waitFor(t, startTimeout, "leadership on "+late.ID, func() bool {
 		if now, _ := streamLeader(t, js, nodes, "EARLY"); now == late {
 			return true
 		}
-		// Ask again until it has moved (a stepdown may land while the
-		// late node is still being promoted to voter).
-		_, _ = nc.RequestWithContext(ctx, "$JS.API.STREAM.LEADER.STEPDOWN.EARLY", []byte(`{"placement":{"preferred":"`+late.ID+`"}}`))
+		// Ask again until it has moved: a stepdown may land while the
+		// late node is still being promoted to voter, or go unanswered
+		// while the partition changes hands (as on nats-server, where
+		// only a leader answers), so each ask has its own timeout.
+		m, err := nc.Request("$JS.API.STREAM.LEADER.STEPDOWN.EARLY", []byte(`{"placement":{"preferred":"`+late.ID+`"}}`), 2*time.Second)
+		if err != nil {
+			t.Logf("stepdown: %v", err)
+		} else {
+			t.Logf("stepdown: %s", m.Data)
+		}
 		return false
 	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	s, err := js.Stream(ctx, "EARLY")
 	if err != nil {
 		t.Fatal(err)

@@ -351,7 +351,7 @@ func TestJSCPullConsume(t *testing.T) {
 		cc, err := c.Consume(func(m jetstream.Msg) {
 			m.Ack()
 			col.add(&nats.Msg{Subject: m.Subject(), Data: m.Data()})
-		}, jetstream.PullMaxMessages(7), jetstream.PullExpiry(2*time.Second), jetstream.PullHeartbeat(time.Second),
+		}, jetstream.PullMaxMessages(7), jetstream.PullExpiry(4*time.Second), jetstream.PullHeartbeat(2*time.Second),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				errMu.Lock()
 				errs = append(errs, err)
@@ -362,9 +362,13 @@ func TestJSCPullConsume(t *testing.T) {
 		}
 		defer cc.Stop()
 		col.waitCount(t, 30, ioTimeout)
-		// Idle across several expiries: the pulls are renewed and the
-		// heartbeats keep nats.go from declaring the server gone.
-		idleUntil := time.Now().Add(4500 * time.Millisecond)
+		// Idle across two expiries: the pulls are renewed and the
+		// heartbeats keep nats.go from declaring the server gone. nats.go
+		// allows twice the heartbeat between signs of life, and a renewed
+		// pull's first heartbeat comes one heartbeat after it arrives: the
+		// margin is one heartbeat, 2 s, which a loaded race-built CI run
+		// needs (1 s was once not enough there).
+		idleUntil := time.Now().Add(8500 * time.Millisecond)
 		for time.Now().Before(idleUntil) {
 			time.Sleep(50 * time.Millisecond)
 		}

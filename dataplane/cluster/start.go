@@ -178,10 +178,30 @@ func (g *Group) rejoin(r *raft.Raft, stable raft.StableStore, stop <-chan struct
 		} else {
 			g.askJoin(r)
 		}
-		if !g.n.sleep(2 * g.n.retry()) {
+		if !g.awaitVoter(r, 2*g.n.retry()) {
 			return
 		}
 	}
+}
+
+// awaitVoter waits up to d, or until this incarnation is a voter in the
+// configuration it knows, and reports whether the node is still open. The
+// leader promotes a caught-up incarnation at once, and from then on it
+// counts the node as a member that can lead (a stepdown or the balancer
+// may pick it), while the node refuses leadership until it has left
+// repair: looking often keeps that window short. Raft tells a follower of
+// no configuration change, so this polls; only a group in repair does.
+func (g *Group) awaitVoter(r *raft.Raft, d time.Duration) bool {
+	step := g.n.retry() / 10
+	for waited := time.Duration(0); waited < d; waited += step {
+		if !g.n.sleep(step) {
+			return false
+		}
+		if _, voter := g.suffrage(r); voter {
+			return true
+		}
+	}
+	return true
 }
 
 // suffrage reports whether this incarnation is in the group's latest
