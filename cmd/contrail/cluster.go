@@ -163,6 +163,9 @@ func (rg replicaGroup) IsLeader() bool                      { return rg.g.IsLead
 func (rg replicaGroup) Leader() string                      { return rg.g.Leader() }
 func (rg replicaGroup) Barrier(timeout time.Duration) error { return rg.g.Barrier(timeout) }
 func (rg replicaGroup) TransferLeadership(to string) error  { return rg.g.TransferLeadership(to) }
+func (rg replicaGroup) AwaitOtherLeader(timeout time.Duration) string {
+	return rg.g.AwaitOtherLeader(timeout)
+}
 func (rg replicaGroup) ReadFence(timeout time.Duration) error {
 	return rg.g.ReadFence(timeout)
 }

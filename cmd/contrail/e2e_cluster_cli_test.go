@@ -199,6 +199,17 @@ func TestClusterCLIStream(t *testing.T) {
 		l, _ := streamLeader(t, js, nodes, "ORDERS")
 		return l == to
 	})
+	// The leader itself, or a server that is no member, is refused as
+	// nats-server refuses it (10005), and the leadership stays.
+	for preferred, want := range map[string]string{to.ID: "is already leader", "n9": "not known"} {
+		r := clusterAPI(t, nc, "$JS.API.STREAM.LEADER.STEPDOWN.ORDERS", `{"placement":{"preferred":"`+preferred+`"}}`)
+		if r.Success || r.Error == nil || r.Error.ErrCode != 10005 || !strings.Contains(r.Error.Desc, want) {
+			t.Fatalf("stepdown to %s: %+v %+v, want 10005 %q", preferred, r, r.Error, want)
+		}
+	}
+	if l, _ := streamLeader(t, js, nodes, "ORDERS"); l != to {
+		t.Fatalf("leader %s after refused stepdowns, want %s", l.ID, to.ID)
+	}
 
 	// What natscli validates: the replies with their cluster blocks.
 	validReply(t, nc, "$JS.API.STREAM.INFO.ORDERS")

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,5 +262,79 @@ func TestClusterFormsWithMajority(t *testing.T) {
 	}
 	if st := s.CachedInfo().State; st.Msgs != 50 || st.LastSeq != 50 {
 		t.Fatalf("on %s: %+v", late.ID, st)
+	}
+}
+
+// TestClusterAPIAnsweredThroughStepdowns: with one node of three killed,
+// clients keep asking for an R3 stream's info and for stepdowns, half of
+// them preferring the dead node, while the partition moves (stepdowns,
+// the balancer). Every request is answered: none falls between the old
+// leader letting go and the new one serving, nor between two terms of
+// the same leader. A stepdown preferring the dead node hands over to the
+// live one, as on nats-server, and never waits out a transfer that
+// cannot happen with the partition paused.
+func TestClusterAPIAnsweredThroughStepdowns(t *testing.T) {
+	nodes := startCluster(t, 3, clusterOpts{})
+	_, js := clusterJS(t, clusterURLs(nodes))
+	createR3(t, js, jetstream.StreamConfig{Name: "MOVES", Subjects: []string{"moves.>"}, Replicas: 3})
+	publishAcked(t, js, "moves.x", "one")
+	leader, _ := streamLeader(t, js, nodes, "MOVES")
+	var dead *clusterNode
+	var urls []string
+	for _, n := range nodes {
+		if n != leader && dead == nil {
+			dead = n
+		} else {
+			urls = append(urls, n.URL)
+		}
+	}
+	dead.kill(t)
+	nc, _ := clusterJS(t, strings.Join(urls, ","))
+
+	asks := []struct{ subject, body string }{
+		{"$JS.API.STREAM.INFO.MOVES", ""},
+		{"$JS.API.STREAM.LEADER.STEPDOWN.MOVES", `{"placement":{"preferred":"` + dead.ID + `"}}`},
+		{"$JS.API.STREAM.INFO.MOVES", ""},
+		{"$JS.API.STREAM.LEADER.STEPDOWN.MOVES", ""},
+	}
+	var mu sync.Mutex
+	answers := map[string]int{}
+	var wg sync.WaitGroup
+	until := time.Now().Add(4 * time.Second)
+	for _, ask := range asks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(until) {
+				m, err := nc.Request(ask.subject, []byte(ask.body), 4*time.Second)
+				kind := "unanswered"
+				if err == nil {
+					var r clusterAPIReply
+					if jerr := json.Unmarshal(m.Data, &r); jerr != nil {
+						kind = "malformed: " + string(m.Data)
+					} else if r.Error != nil {
+						kind = fmt.Sprintf("error %d", r.Error.ErrCode)
+					} else {
+						kind = "ok"
+					}
+				} else {
+					t.Logf("%s %s: %v", ask.subject, ask.body, err)
+				}
+				mu.Lock()
+				answers[kind]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("answers: %v", answers)
+	for kind := range answers {
+		if kind == "ok" || strings.HasPrefix(kind, "error ") {
+			continue
+		}
+		t.Errorf("%d requests %s", answers[kind], kind)
+	}
+	if answers["ok"] == 0 {
+		t.Errorf("no request succeeded: %v", answers)
 	}
 }

@@ -43,6 +43,12 @@ var (
 	ErrNotStarted = errors.New("cluster: group not started")
 	// ErrClosed is returned once the node is shut down.
 	ErrClosed = errors.New("cluster: node closed")
+	// ErrSelfTransfer is a leadership transfer to the node that asks:
+	// refused before the group's hand-over hooks pause anything.
+	ErrSelfTransfer = errors.New("cluster: leadership transfer to this node")
+	// ErrNotLive is a leadership transfer with no other voter that
+	// answered the leader lately to hand over to (transferTarget).
+	ErrNotLive = errors.New("cluster: no other voter answering the leader")
 	// ErrNotCurrent is the answer to a balancing move towards a member
 	// the group's leader does not see as a current voter.
 	ErrNotCurrent = errors.New("cluster: transfer target is not a current voter of the group")

@@ -64,7 +64,10 @@ type Group struct {
 		// seen is closed, and replaced, each time this node learns of
 		// a leader, for TransferLeadership to wait on its successor
 		// (nil until first asked for).
-		seen     chan struct{} // guarded by mu
+		seen chan struct{} // guarded by mu
+		// transfer is closed when the leadership transfer running on
+		// this node ends; nil while none runs (see beginTransfer).
+		transfer chan struct{} // guarded by mu
 		launched bool          // guarded by mu
 		shut     bool          // guarded by mu
 	}
@@ -494,57 +497,180 @@ func (g *Group) Barrier(timeout time.Duration) error {
 	if r == nil {
 		return ErrNotStarted
 	}
-	if err := Stoppable(r.Barrier(timeout), *halt).Error(); err != nil {
+	err := Stoppable(r.Barrier(timeout), *halt).Error()
+	if errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		// raft refuses a barrier while it hands the leadership over;
+		// once the transfer ends this node either leads still (the
+		// barrier goes through) or knows it does not.
+		if g.awaitTransfer(timeout) {
+			err = Stoppable(r.Barrier(timeout), *halt).Error()
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("group %d: barrier: %w", g.id, leaderErr(err))
 	}
 	return nil
 }
 
+// transferSlot bounds a leadership transfer's wait for the one running
+// before it (times the timing multiplier): longer than a transfer takes
+// (handOverWait, raft's own bound of a leader's election timeout, and the
+// wait for the successor), so it only ends a wait on a transfer that hung.
+const transferSlot = handOverWait + leaderHeartbeatTimeout + followerHeartbeatTimeout + time.Second
+
+// beginTransfer makes the caller the one leadership transfer running on
+// this node for the group, waiting (up to transferSlot) for the one
+// running before it to end. Invariant: at most one transfer runs per
+// group on a node. raft refuses a second transfer while one runs, and
+// the refused caller's hand-over hooks would end the running transfer's
+// hand-over under it (its partition reloaded mid-transfer, the requests
+// it kept answered by nobody). The returned end must be called once the
+// transfer is over.
+func (g *Group) beginTransfer() (end func(), err error) {
+	wait := time.NewTimer(transferSlot * g.n.mult)
+	defer wait.Stop()
+	for {
+		g.mu.Lock()
+		running := g.mu.transfer
+		if running == nil {
+			mine := make(chan struct{})
+			g.mu.transfer = mine
+			g.mu.Unlock()
+			return func() {
+				g.mu.Lock()
+				g.mu.transfer = nil
+				g.mu.Unlock()
+				close(mine)
+			}, nil
+		}
+		g.mu.Unlock()
+		select {
+		case <-running:
+		case <-wait.C:
+			return nil, fmt.Errorf("group %d: %w", g.id, raft.ErrLeadershipTransferInProgress)
+		case <-g.n.closing:
+			return nil, ErrClosed
+		}
+	}
+}
+
+// awaitTransfer waits, at most timeout, until no leadership transfer
+// runs on this node for the group, and reports whether none does.
+func (g *Group) awaitTransfer(timeout time.Duration) bool {
+	g.mu.Lock()
+	running := g.mu.transfer
+	g.mu.Unlock()
+	if running == nil {
+		return true
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-running:
+		return true
+	case <-t.C:
+		return false
+	case <-g.n.closing:
+		return false
+	}
+}
+
 // TransferLeadership hands the group's leadership to the node named to,
-// or to the most up-to-date member if to is empty, and waits for the
-// hand-over.
+// or if to is empty to the current voter furthest along (transferTarget),
+// and waits for the hand-over. A target refused runs no hand-over hook:
+// the group is not paused for a move that cannot happen.
 func (g *Group) TransferLeadership(to string) (err error) {
 	r := g.raft()
 	if r == nil {
 		return ErrNotStarted
 	}
-	var target *raft.Server
-	if to != "" {
-		s, ok := g.member(to)
-		if !ok {
-			return fmt.Errorf("group %d: %q is not a member", g.id, to)
-		}
-		target = &s
+	end, err := g.beginTransfer()
+	if err != nil {
+		return err
 	}
-	if g.IsLeader() {
-		g.mu.Lock()
-		hooks := append([]HandOver(nil), g.mu.onHandOver...)
-		g.mu.Unlock()
-		for _, fn := range hooks {
-			after := fn(handOverWait * g.n.mult)
-			defer func() { after(err) }()
-		}
+	defer end()
+	if !g.IsLeader() {
+		// The transfer before this one moved the leadership away.
+		return fmt.Errorf("group %d: leadership transfer: %w", g.id, ErrNotLeader)
 	}
-	var f raft.Future
-	if target == nil {
-		f = r.LeadershipTransfer()
-	} else {
-		f = r.LeadershipTransferToServer(target.ID, target.Address)
+	target, err := g.transferTarget(r, to)
+	if err != nil {
+		return err
 	}
-	if err := f.Error(); err != nil {
+	g.mu.Lock()
+	hooks := append([]HandOver(nil), g.mu.onHandOver...)
+	g.mu.Unlock()
+	for _, fn := range hooks {
+		// Deferred after end: the next transfer starts once this one's
+		// hand-over is over.
+		after := fn(handOverWait * g.n.mult)
+		defer func() { after(err) }()
+	}
+	if err := r.LeadershipTransferToServer(target.ID, target.Address).Error(); err != nil {
 		return fmt.Errorf("group %d: leadership transfer: %w", g.id, leaderErr(err))
 	}
-	g.awaitSuccessor()
+	// Raft's transfer is done once this node has stepped down, which
+	// its successor's vote request makes it do before the successor has
+	// won: what the hand-over's hooks send on afterwards (requests
+	// refused meanwhile) must find a leader.
+	g.AwaitOtherLeader(followerHeartbeatTimeout * g.n.mult)
 	return nil
 }
 
-// awaitSuccessor waits, at most an election timeout, until this node
-// knows of a leader other than itself. Raft's transfer is done once this
-// node has stepped down, which its successor's vote request makes it do
-// before the successor has won: what the hand-over's hooks send on
-// afterwards (requests refused meanwhile) must find a leader.
-func (g *Group) awaitSuccessor() {
-	bound := time.NewTimer(followerHeartbeatTimeout * g.n.mult)
+// transferTarget is the member a transfer hands the leadership to: the
+// node named to if it is live, else (as nats-server's stepdown does, a
+// preferred server that is not healthy is passed over) the live voter
+// furthest along. Invariant: a target is a voter that answered this
+// leadership within CurrentWithin (how far behind it is does not matter:
+// raft catches it up before handing over). raft's transfer to a member
+// that does not answer runs out a leader's election timeout with the
+// group paused by the hand-over, and raft's own pick (the voter furthest
+// along) may be a dead one: stepdowns asked in a loop would keep the
+// group, and every stream it carries, paused.
+func (g *Group) transferTarget(r *raft.Raft, to string) (raft.Server, error) {
+	self, last, now := g.selfID(), r.LastIndex(), time.Now()
+	pr := g.trans().progress
+	var best raft.Server
+	var bestLag uint64
+	found, named := false, to == ""
+	for _, s := range r.GetConfiguration().Configuration().Servers {
+		preferred := to != "" && nodeName(s.ID) == to
+		named = named || preferred
+		if s.ID == self {
+			if preferred {
+				return raft.Server{}, fmt.Errorf("group %d: %q is this node: %w", g.id, to, ErrSelfTransfer)
+			}
+			continue
+		}
+		if s.Suffrage != raft.Voter || !pr.answered(s.ID, CurrentWithin*g.n.mult, now) {
+			continue
+		}
+		if preferred {
+			return s, nil
+		}
+		if lag := pr.replica(s, last, g.n.mult, now).Lag; !found || lag < bestLag {
+			best, bestLag, found = s, lag, true
+		}
+	}
+	switch {
+	case !named:
+		return raft.Server{}, fmt.Errorf("group %d: %q is not a member", g.id, to)
+	case !found:
+		return raft.Server{}, fmt.Errorf("group %d: no member to hand the leadership to: %w", g.id, ErrNotLive)
+	case to != "":
+		g.log.Info("leadership transfer: the preferred member is not live; handing over to another",
+			"preferred", to, "to", nodeName(best.ID))
+	}
+	return best, nil
+}
+
+// AwaitOtherLeader waits, at most timeout, until this node knows of a
+// leader of the group other than itself, and returns that leader's node
+// id, or "" if none is known by then. A node that stops leading learns
+// its successor only once the successor has won (an election or a
+// transfer); what it could not answer meanwhile goes to the successor.
+func (g *Group) AwaitOtherLeader(timeout time.Duration) string {
+	bound := time.NewTimer(timeout)
 	defer bound.Stop()
 	for {
 		g.mu.Lock()
@@ -554,14 +680,14 @@ func (g *Group) awaitSuccessor() {
 		seen := g.mu.seen
 		g.mu.Unlock()
 		if l := g.Leader(); l != "" && l != g.n.cfg.Name {
-			return
+			return l
 		}
 		select {
 		case <-seen:
 		case <-bound.C:
-			return
+			return ""
 		case <-g.n.closing:
-			return
+			return ""
 		}
 	}
 }

@@ -115,6 +115,16 @@ func (p *progress) heldWithin(id raft.ServerID, term uint64, within time.Duratio
 	return raft.AppendEntriesResponse{Term: term, LastLog: ps.lastLog, Success: true}, true
 }
 
+// answered reports whether id has answered this leadership within the
+// last within (a member never heard from has not, however recent the
+// leadership).
+func (p *progress) answered(id raft.ServerID, within time.Duration, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps := p.mu.peers[id]
+	return ps != nil && sinceContact(now, ps.contact) <= within
+}
+
 // acked returns the highest index id is known to hold and when it last
 // answered (the leadership's start if it never has).
 func (p *progress) acked(id raft.ServerID) (uint64, time.Time) {

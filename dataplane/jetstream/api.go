@@ -211,8 +211,11 @@ func (a *jsAccount) serve(req apiRequest) {
 		// The stream's partition left this node while the request
 		// waited or ran (admitted while it held the stream, then
 		// released): its new leader answers. The catalog holds the
-		// stream, so "not found" would be a lie.
-		a.passOn(req, r, name)
+		// stream, so "not found" would be a lie; with nobody to pass
+		// the request to, the answer is that there is no leader.
+		if !a.passOn(req, r, name) && r.fail != nil {
+			a.reply(req.reply, r.fail(api.NewClusterNotAvailableError()))
+		}
 		return
 	}
 	switch {
@@ -233,7 +236,13 @@ func (a *jsAccount) serve(req apiRequest) {
 				a.reply(req.reply, resp)
 				return
 			}
-			a.resendToLeader(req, fence)
+			// A fence fails as the leadership moves (a transfer, an
+			// election): the successor is often not known yet, and
+			// sent on only once it is, the request is answered instead
+			// of left to the client's timeout.
+			if fence.AwaitOtherLeader(readFenceTimeout) != "" {
+				a.resendToLeader(req, fence)
+			}
 		}
 		if a.fencing.Add(1) > maxFencingReplies {
 			a.fencing.Add(-1)

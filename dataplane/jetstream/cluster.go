@@ -52,6 +52,9 @@ type ReplicaGroup interface {
 	ReadFence(timeout time.Duration) error
 	// TransferLeadership hands leadership to node to ("" for any other).
 	TransferLeadership(to string) error
+	// AwaitOtherLeader waits, at most timeout, until this node knows of
+	// a leader other than itself, and returns it ("" if none by then).
+	AwaitOtherLeader(timeout time.Duration) string
 	// Replicas reports the other members as the leader sees them.
 	Replicas() []Replica
 	// ApplyMarker proposes an entry with no data, only ext as its

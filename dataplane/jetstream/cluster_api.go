@@ -229,7 +229,15 @@ func (a *jsAccount) passOn(req apiRequest, r apiRoute, name string) bool {
 		return false
 	}
 	g := asg.group()
-	return a.deferRequest(req, r, g) || a.resendToLeader(req, c.r.Group(g))
+	if a.deferRequest(req, r, g) || a.resendToLeader(req, c.r.Group(g)) {
+		return true
+	}
+	// This node leads still, between two terms of its own (a hand-over
+	// that failed, a reload): the next term's take runs the request, as
+	// it runs those held for a new leader. If it ran already, the caller
+	// answers.
+	return c.r.Group(g).IsLeader() &&
+		!c.holdRequest(g, a, r, []byte(req.subject), []byte(req.reply), req.hdr, req.body)
 }
 
 // deferRequest keeps req (served by route r), refused as never
@@ -482,6 +490,10 @@ func (a *jsAccount) stepdown(s *stream, preferred string) *api.Error {
 	g := groupOf(s.id)
 	if c == nil || g == 0 {
 		return api.NewClusterRequiredError()
+	}
+	preferred, aerr := c.preferredLeader(g, preferred)
+	if aerr != nil {
+		return aerr
 	}
 	if wait := c.moves.take(g, a.e.opts.Now()); wait > 0 {
 		return api.NewStreamGeneralError(fmt.Errorf("partition P%d (this stream and the others it carries) was moved by stepdown requests %d times lately; try again in %s",

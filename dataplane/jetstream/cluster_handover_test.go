@@ -429,7 +429,7 @@ func TestClusterHandOverDefersRequests(t *testing.T) {
 	if err := old.groups[g].LeadershipTransferToServer(raft.ServerID(to.name), raft.ServerAddress(to.name)).Error(); err != nil {
 		t.Fatal(err)
 	}
-	old.group(g).awaitSuccessor()
+	old.group(g).AwaitOtherLeader(time.Second)
 	after(nil)
 	checkCreated(t, got)
 	s := to.e.account("A").lookup("S")

@@ -102,12 +102,9 @@ func (c *clusterState) metaStepdown(sys Account, reply string, body []byte) {
 	if req.Placement != nil {
 		preferred = req.Placement.Preferred
 	}
-	if preferred != "" && !c.isMember(0, preferred) {
-		sysReply(sys, reply, &api.Response{Type: typ, Error: api.NewClusterNoPeersError(fmt.Errorf("preferred server %q not known", preferred))})
-		return
-	}
-	if preferred == c.r.NodeID() {
-		sysReply(sys, reply, &api.Response{Type: typ, Error: api.NewClusterNoPeersError(fmt.Errorf("preferred server %q is already leader", preferred))})
+	preferred, aerr := c.preferredLeader(0, preferred)
+	if aerr != nil {
+		sysReply(sys, reply, &api.Response{Type: typ, Error: aerr})
 		return
 	}
 	if err := c.r.Group(0).TransferLeadership(preferred); err != nil {
@@ -115,6 +112,25 @@ func (c *clusterState) metaStepdown(sys Account, reply string, body []byte) {
 		return
 	}
 	sysReply(sys, reply, &api.SuccessResponse{Response: api.Response{Type: typ}, Success: true})
+}
+
+// preferredLeader checks a stepdown's preferred server against group g,
+// which this node leads, as nats-server does: it must be another member.
+// It returns the member's node name ("" for no preference), a name
+// given as its hash resolved. A refused preference moves nothing: a
+// transfer to this node would pause the group and resume it for nothing.
+func (c *clusterState) preferredLeader(g uint16, preferred string) (string, *api.Error) {
+	if preferred == "" {
+		return "", nil
+	}
+	name := c.memberName(g, preferred)
+	switch {
+	case name == c.r.NodeID():
+		return "", api.NewClusterNoPeersError(fmt.Errorf("preferred server %q is already leader", preferred))
+	case name == "":
+		return "", api.NewClusterNoPeersError(fmt.Errorf("preferred server %q not known", preferred))
+	}
+	return name, nil
 }
 
 // members is group g's membership: its latest configuration where the

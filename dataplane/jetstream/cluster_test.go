@@ -171,13 +171,12 @@ func (g testGroup) TransferLeadership(to string) (err error) {
 	if err := f.Error(); err != nil {
 		return err
 	}
-	g.awaitSuccessor()
+	g.AwaitOtherLeader(time.Second)
 	return nil
 }
 
-// awaitSuccessor waits, at most a second, until this node knows of a
-// leader other than itself, as cluster.Group's transfer does.
-func (g testGroup) awaitSuccessor() {
+// AwaitOtherLeader is cluster.Group's, on the in-process raft.
+func (g testGroup) AwaitOtherLeader(timeout time.Duration) string {
 	obs := make(chan raft.Observation, 4)
 	o := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
@@ -185,18 +184,18 @@ func (g testGroup) awaitSuccessor() {
 	})
 	g.r.RegisterObserver(o)
 	defer g.r.DeregisterObserver(o)
-	bound := time.NewTimer(time.Second)
+	bound := time.NewTimer(timeout)
 	defer bound.Stop()
 	for {
 		if l := g.Leader(); l != "" && l != g.n.name {
-			return
+			return l
 		}
 		select {
 		case <-obs:
 		case <-bound.C:
-			return
+			return ""
 		case <-g.n.quit:
-			return
+			return ""
 		}
 	}
 }
