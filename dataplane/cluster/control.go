@@ -177,9 +177,9 @@ func (n *Node) answer(req ctlRequest) ctlResponse {
 // transferFor is the partition leader's half of a balancing move. The
 // target must be a voter this leader sees current in the group (more
 // than every transfer asks, transferTarget): the meta leader plans from
-// the meta group, where a node is current while its incarnation in this group may
-// be lost (wiped, its successor not yet admitted, the configuration still
-// naming the old id as a voter) or in repair. A transfer to a lost
+// the meta group, where a node is current while its incarnation in this
+// group may be lost (wiped, its successor not yet admitted, the
+// configuration still naming the old id as a voter) or in repair. A transfer to a lost
 // incarnation never completes, and while one runs raft refuses
 // membership changes: with the balancer retrying every pass, the leader
 // could never admit the node's new incarnation, and the node stayed out

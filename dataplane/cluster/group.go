@@ -576,7 +576,7 @@ func (g *Group) awaitTransfer(timeout time.Duration) bool {
 }
 
 // TransferLeadership hands the group's leadership to the node named to,
-// or if to is empty to the current voter furthest along (transferTarget),
+// or if to is empty to the live voter furthest along (transferTarget),
 // and waits for the hand-over. A target refused runs no hand-over hook:
 // the group is not paused for a move that cannot happen.
 func (g *Group) TransferLeadership(to string) (err error) {

@@ -11,8 +11,8 @@ import (
 )
 
 // TestTransferTargets: a transfer's target is chosen before the group's
-// hand-over hooks run. Naming this node, or a member that is not a
-// voter, is refused with nothing paused; naming a member that stopped
+// hand-over hooks run. Naming this node, or a server that is no member,
+// is refused with nothing paused; naming a member that stopped
 // answering hands over to a live one instead (nats-server passes over an
 // unhealthy preferred server the same way); and two transfers asked at
 // once run one after the other, the second finding the leadership gone
