@@ -628,12 +628,22 @@ func (g *Group) TransferLeadership(to string) (err error) {
 // along) may be a dead one: stepdowns asked in a loop would keep the
 // group, and every stream it carries, paused.
 func (g *Group) transferTarget(r *raft.Raft, to string) (raft.Server, error) {
-	self, last, now := g.selfID(), r.LastIndex(), time.Now()
-	pr := g.trans().progress
+	self, pr := g.selfID(), g.trans().progress
+	servers := r.GetConfiguration().Configuration().Servers
+	var voters []raft.ServerID
+	for _, s := range servers {
+		if s.ID != self && s.Suffrage == raft.Voter {
+			voters = append(voters, s.ID)
+		}
+	}
+	// A stepdown right after an election must not find the members
+	// silent only because they have not answered yet.
+	pr.awaitHeard(voters, CurrentWithin*g.n.mult)
+	last, now := r.LastIndex(), time.Now()
 	var best raft.Server
 	var bestLag uint64
 	found, named := false, to == ""
-	for _, s := range r.GetConfiguration().Configuration().Servers {
+	for _, s := range servers {
 		preferred := to != "" && nodeName(s.ID) == to
 		named = named || preferred
 		if s.ID == self {

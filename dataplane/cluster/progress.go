@@ -48,6 +48,9 @@ type progress struct {
 		sync.Mutex
 		since time.Time                    // guarded by mu; when the current leadership began
 		peers map[raft.ServerID]*peerState // guarded by mu
+		// heard is closed, and replaced, each time a peer answers the
+		// current leadership for the first time (awaitHeard).
+		heard chan struct{} // guarded by mu
 	}
 }
 
@@ -67,8 +70,7 @@ type peerState struct {
 
 func newProgress() *progress {
 	p := &progress{}
-	p.mu.since = time.Now()
-	p.mu.peers = map[raft.ServerID]*peerState{}
+	p.reset()
 	return p
 }
 
@@ -76,7 +78,37 @@ func (p *progress) reset() {
 	p.mu.Lock()
 	p.mu.since = time.Now()
 	p.mu.peers = map[raft.ServerID]*peerState{}
+	if p.mu.heard != nil {
+		close(p.mu.heard)
+	}
+	p.mu.heard = make(chan struct{})
 	p.mu.Unlock()
+}
+
+// awaitHeard waits until every peer in ids has answered the current
+// leadership, or until it is within old, whichever comes first. A new
+// leader knows nothing of its followers until their first answers, a
+// heartbeat round after it won; one that never answers is dead or cut
+// off, which within tells apart.
+func (p *progress) awaitHeard(ids []raft.ServerID, within time.Duration) {
+	for {
+		p.mu.Lock()
+		missing := false
+		for _, id := range ids {
+			missing = missing || p.mu.peers[id] == nil
+		}
+		heard, left := p.mu.heard, time.Until(p.mu.since.Add(within))
+		p.mu.Unlock()
+		if !missing || left <= 0 {
+			return
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-heard:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }
 
 // record notes an answered AppendEntries. Any answer is contact; a
@@ -90,6 +122,8 @@ func (p *progress) record(id raft.ServerID, req *raft.AppendEntriesRequest, resp
 	if ps == nil {
 		ps = &peerState{}
 		p.mu.peers[id] = ps
+		close(p.mu.heard)
+		p.mu.heard = make(chan struct{})
 	}
 	ps.contact = now
 	if resp.Term == req.Term {
