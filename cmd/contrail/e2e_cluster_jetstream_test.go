@@ -306,7 +306,10 @@ func TestClusterAPIAnsweredThroughStepdowns(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(until) {
-				m, err := nc.Request(ask.subject, []byte(ask.body), 4*time.Second)
+				// Answered is what counts, not how fast: a stepdown
+				// waits in its account's API lane behind the others,
+				// each a hand-over on a loaded race-built cluster.
+				m, err := nc.Request(ask.subject, []byte(ask.body), 15*time.Second)
 				kind := "unanswered"
 				if err == nil {
 					var r clusterAPIReply

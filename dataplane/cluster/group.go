@@ -630,15 +630,23 @@ func (g *Group) TransferLeadership(to string) (err error) {
 func (g *Group) transferTarget(r *raft.Raft, to string) (raft.Server, error) {
 	self, pr := g.selfID(), g.trans().progress
 	servers := r.GetConfiguration().Configuration().Servers
-	var voters []raft.ServerID
+	// A stepdown right after an election must not find the members
+	// silent only because they have not answered yet. Live followers
+	// answer a new leader's first heartbeats together: once one has, the
+	// one named gets two heartbeat intervals more. Waiting for it
+	// alone would wait out CurrentWithin whenever it is dead.
+	var voters, preferredIDs []raft.ServerID
 	for _, s := range servers {
 		if s.ID != self && s.Suffrage == raft.Voter {
 			voters = append(voters, s.ID)
+			if nodeName(s.ID) == to {
+				preferredIDs = append(preferredIDs, s.ID)
+			}
 		}
 	}
-	// A stepdown right after an election must not find the members
-	// silent only because they have not answered yet.
-	pr.awaitHeard(voters, CurrentWithin*g.n.mult)
+	within := CurrentWithin * g.n.mult
+	pr.awaitHeard(voters, within, within)
+	pr.awaitHeard(preferredIDs, within, leaderHeartbeatTimeout*g.n.mult/5)
 	last, now := r.LastIndex(), time.Now()
 	var best raft.Server
 	var bestLag uint64

@@ -85,21 +85,24 @@ func (p *progress) reset() {
 	p.mu.Unlock()
 }
 
-// awaitHeard waits until every peer in ids has answered the current
-// leadership, or until it is within old, whichever comes first. A new
-// leader knows nothing of its followers until their first answers, a
-// heartbeat round after it won; one that never answers is dead or cut
-// off, which within tells apart.
-func (p *progress) awaitHeard(ids []raft.ServerID, within time.Duration) {
+// awaitHeard waits until one of the peers in ids has answered the
+// current leadership, or until the leadership is within old, or until
+// grace has passed, whichever comes first. A new leader knows nothing of
+// its followers until their first answers, a heartbeat round after it
+// won; one that never answers is dead or cut off, which within tells
+// apart.
+func (p *progress) awaitHeard(ids []raft.ServerID, within, grace time.Duration) {
+	until := time.Now().Add(grace)
 	for {
 		p.mu.Lock()
-		missing := false
+		heardOne := false
 		for _, id := range ids {
-			missing = missing || p.mu.peers[id] == nil
+			heardOne = heardOne || p.mu.peers[id] != nil
 		}
-		heard, left := p.mu.heard, time.Until(p.mu.since.Add(within))
+		heard := p.mu.heard
+		left := min(time.Until(p.mu.since.Add(within)), time.Until(until))
 		p.mu.Unlock()
-		if !missing || left <= 0 {
+		if heardOne || len(ids) == 0 || left <= 0 {
 			return
 		}
 		t := time.NewTimer(left)
