@@ -633,8 +633,9 @@ func (g *Group) transferTarget(r *raft.Raft, to string) (raft.Server, error) {
 	// A stepdown right after an election must not find the members
 	// silent only because they have not answered yet. Live followers
 	// answer a new leader's first heartbeats together: once one has, the
-	// one named gets two heartbeat intervals more. Waiting for it
-	// alone would wait out CurrentWithin whenever it is dead.
+	// one named gets a heartbeat interval or two more (100 ms at
+	// multiplier 1). Waiting for it alone would wait out CurrentWithin
+	// whenever it is dead.
 	var voters, preferredIDs []raft.ServerID
 	for _, s := range servers {
 		if s.ID != self && s.Suffrage == raft.Voter {
