@@ -71,9 +71,14 @@ type ConnTotals struct {
 	InMsgs, OutMsgs, InBytes, OutBytes uint64
 }
 
-// clientSubs is the number of client subscriptions in the account.
+// clientSubs is the number of client subscriptions in the account. The
+// index's count and the server's and routes' counts are updated one
+// after the other (a route's interest leaves the index before remote
+// drops), so read while one changes the difference can be off by it, and
+// below zero: never reported so (as 4294967295 in /accountz, where the
+// field is unsigned; CI saw -1).
 func (a *Account) clientSubs() int {
-	return a.subs.Count() - int(a.internal.Load()) - int(a.remote.Load())
+	return max(0, a.subs.Count()-int(a.internal.Load())-int(a.remote.Load()))
 }
 
 func newAccount(srv *Server, name string) *Account {
