@@ -661,7 +661,7 @@ func (g *Group) transferTarget(r *raft.Raft, to string) (raft.Server, error) {
 			}
 			continue
 		}
-		if s.Suffrage != raft.Voter || !pr.answered(s.ID, CurrentWithin*g.n.mult, now) {
+		if s.Suffrage != raft.Voter || !pr.answered(s.ID, within, now) {
 			continue
 		}
 		if preferred {
