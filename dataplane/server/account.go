@@ -17,13 +17,13 @@ type Account struct {
 	srv  *Server
 	subs *subject.Index[*subscription]
 	rr   atomic.Uint32 // spreads queue-group deliveries
-	// internal counts the server's own subscriptions (JetStream API,
-	// stream captures, ack subjects), which monitoring leaves out of the
-	// client subscription counts.
-	internal atomic.Int64
-	// remote counts the interest routes announced (cluster*.go), also
-	// left out of the client counts.
-	remote atomic.Int64
+	// clients counts the subscriptions of client connections in subs,
+	// changed with each one's insertion and removal (insertSub,
+	// removeSub). The index also holds the server's own subscriptions and
+	// the routes' interest, which monitoring and the subscription limit
+	// leave out; counting clients by themselves keeps the figure exact
+	// while those change beside it.
+	clients atomic.Int64
 
 	watchMu sync.Mutex
 	watches []*interestWatch // guarded by watchMu
@@ -71,15 +71,8 @@ type ConnTotals struct {
 	InMsgs, OutMsgs, InBytes, OutBytes uint64
 }
 
-// clientSubs is the number of client subscriptions in the account. The
-// index's count and the server's and routes' counts are updated one
-// after the other (a route's interest leaves the index before remote
-// drops), so read while one changes the difference can be off by it, and
-// below zero: never reported so (as 4294967295 in /accountz, where the
-// field is unsigned; CI saw -1).
-func (a *Account) clientSubs() int {
-	return max(0, a.subs.Count()-int(a.internal.Load())-int(a.remote.Load()))
-}
+// clientSubs is the number of client subscriptions in the account.
+func (a *Account) clientSubs() int { return int(a.clients.Load()) }
 
 func newAccount(srv *Server, name string) *Account {
 	a := &Account{name: name, srv: srv, subs: subject.NewIndex[*subscription]()}
@@ -126,9 +119,7 @@ func (sub *subscription) unsubscribe() {
 		sub.client.unsubscribe(sub)
 		return
 	}
-	if sub.acc.removeSub(string(sub.subject), "", sub) {
-		sub.acc.internal.Add(-1)
-	}
+	sub.acc.removeSub(string(sub.subject), "", sub)
 }
 
 // GlobalAccount is the account every client joins in open mode.

@@ -474,7 +474,6 @@ func installRemote(a *Account, k ikey, sub *subscription, weight int) error {
 			return err
 		}
 	}
-	a.remote.Add(int64(n))
 	return nil
 }
 
@@ -485,7 +484,7 @@ func uninstallRemote(a *Account, k ikey, sub *subscription) {
 		return
 	}
 	for a.subs.Remove(k.subj, k.queue, sub) {
-		a.remote.Add(-1)
+		// again: a queue group's weight put it in more than once
 	}
 }
 
@@ -571,6 +570,9 @@ func (a *Account) insertSub(filter, queue string, sub *subscription) error {
 	if err := a.subs.Insert(filter, queue, sub); err != nil {
 		return err
 	}
+	if sub.client != nil {
+		a.clients.Add(1)
+	}
 	if cl := a.srv.cluster; cl != nil && announced(sub) {
 		cl.localInterest(a.name, filter, queue, 1)
 	}
@@ -582,6 +584,9 @@ func (a *Account) insertSub(filter, queue string, sub *subscription) error {
 func (a *Account) removeSub(filter, queue string, sub *subscription) bool {
 	if !a.subs.Remove(filter, queue, sub) {
 		return false
+	}
+	if sub.client != nil {
+		a.clients.Add(-1)
 	}
 	if cl := a.srv.cluster; cl != nil && announced(sub) {
 		cl.localInterest(a.name, filter, queue, -1)

@@ -104,6 +104,9 @@ func TestClusterInterestAcrossRoutes(t *testing.T) {
 	if !acc.HasInterest("deliver.x") {
 		t.Fatal("HasInterest misses the remote subscriber")
 	}
+	if n1, n2 := acc.clientSubs(), s[1].GlobalAccount().clientSubs(); n1 != 0 || n2 != 1 {
+		t.Errorf("client subscriptions n1=%d n2=%d, want 0 and 1 (route interest is not a client's)", n1, n2)
+	}
 	// An internal publish on n1 reaches the client on n2.
 	acc.Publish("deliver.x", "", nil, []byte("hi"))
 	if m, err := sub.NextMsg(5 * time.Second); err != nil || string(m.Data) != "hi" {
@@ -112,8 +115,8 @@ func TestClusterInterestAcrossRoutes(t *testing.T) {
 	sub.Unsubscribe()
 	nc.Flush()
 	waitUntil(t, "remote interest to go", func() bool { return !acc.HasInterest("deliver.x") })
-	if got := acc.clientSubs(); got != 0 {
-		t.Errorf("client subscriptions on n1 = %d, want 0 (route interest is not a client's)", got)
+	if n1, n2 := acc.clientSubs(), s[1].GlobalAccount().clientSubs(); n1 != 0 || n2 != 0 {
+		t.Errorf("client subscriptions after unsubscribe n1=%d n2=%d, want 0", n1, n2)
 	}
 }
 
@@ -208,14 +211,25 @@ func TestClusterQueueWeight(t *testing.T) {
 		subs = append(subs, sub)
 	}
 	nc.Flush()
-	waitUntil(t, "weight 3 on n1", func() bool { return acc.remote.Load() == 3 })
+	// The peer's group is in n1's index once per member.
+	weight := func() int {
+		r := acc.subs.Match([]byte("jobs"))
+		if len(r.Queues) != 1 {
+			return len(r.Queues)
+		}
+		return len(r.Queues[0])
+	}
+	waitUntil(t, "weight 3 on n1", func() bool { return weight() == 3 })
 	subs[0].Unsubscribe()
 	nc.Flush()
-	waitUntil(t, "weight 2 on n1", func() bool { return acc.remote.Load() == 2 })
+	waitUntil(t, "weight 2 on n1", func() bool { return weight() == 2 })
 	subs[1].Unsubscribe()
 	subs[2].Unsubscribe()
 	nc.Flush()
-	waitUntil(t, "no interest on n1", func() bool { return acc.remote.Load() == 0 && !acc.HasInterest("jobs") })
+	waitUntil(t, "no interest on n1", func() bool { return weight() == 0 && !acc.HasInterest("jobs") })
+	if n := acc.clientSubs(); n != 0 {
+		t.Errorf("client subscriptions on n1 = %d, want 0", n)
+	}
 }
 
 // A message for more queue groups than one route frame holds (by count,

@@ -48,7 +48,6 @@ func (a *Account) SubscribeInternalPaced(filter string, h PacedHandler) (unsubsc
 	if err := a.insertSub(filter, "", sub); err != nil {
 		return nil, fmt.Errorf("internal subscription %q: %w", filter, err)
 	}
-	a.internal.Add(1)
 	return sub.unsubscribe, nil
 }
 

@@ -311,7 +311,6 @@ func (s *Server) installLocked(a *Account, p *plan) (installedLink, error) {
 		if err := p.exporter.insertSub(p.from, "", l.sub); err != nil {
 			return nil, fmt.Errorf("stream %q: %w", p.from, err)
 		}
-		p.exporter.internal.Add(1)
 		// A push consumer in the exporter waiting for interest in its
 		// deliver subject learns the importer is listening.
 		p.exporter.notifyInterest(p.from)
@@ -329,7 +328,6 @@ func (s *Server) installLocked(a *Account, p *plan) (installedLink, error) {
 	if err := a.subs.Insert(filter, "", l.sub); err != nil {
 		return nil, fmt.Errorf("service %q: %w", filter, err)
 	}
-	a.internal.Add(1)
 	return l, nil
 }
 

@@ -87,7 +87,6 @@ func (a *Account) responses() *respTable {
 		// The prefix is made of valid tokens; this cannot fail.
 		panic("response route subscription: " + err.Error())
 	}
-	a.internal.Add(1)
 	a.links.resp.Store(t)
 	return t
 }
