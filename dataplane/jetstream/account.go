@@ -27,6 +27,10 @@ type jsAccount struct {
 	// ledger for this account name, shared with held streams.
 	ledger *usageLedger
 
+	// transfers counts the account's backups and restores running
+	// (backup.go).
+	transfers atomic.Int32
+
 	// create serialises stream creation, update and deletion, consumer
 	// creation, and enabling and disabling, so name, count and limit
 	// checks cannot race each other or a transition.

@@ -32,6 +32,13 @@ func (a *jsAccount) streamConfigFromRequest(req apiRequest, name string, create 
 	if err := api.DecodeRequest(req.body, &creq); err != nil {
 		return nil, api.NewInvalidJSONError(err)
 	}
+	return a.checkStreamConfig(&creq, name, create, false)
+}
+
+// checkStreamConfig is streamConfigFromRequest's checks of a decoded
+// config. A restore's config (restore true) is a create's, except that it
+// may be sealed: the backup of a sealed stream comes back sealed.
+func (a *jsAccount) checkStreamConfig(creq *api.StreamConfigRequest, name string, create, restore bool) (*api.StreamConfig, *api.Error) {
 	cfg := &creq.StreamConfig
 	// nats-server looks for the tier before it checks a new stream's
 	// config: one no tier covers is refused whatever else is wrong with it.
@@ -44,7 +51,7 @@ func (a *jsAccount) streamConfigFromRequest(req apiRequest, name string, create 
 			return nil, api.NewStreamNameMismatchError()
 		case api.HasPathSeparator(name):
 			return nil, api.NewStreamNameContainsPathSeparatorsError()
-		case cfg.Sealed:
+		case cfg.Sealed && !restore:
 			return nil, api.NewStreamInvalidConfigError(errors.New("stream configuration for create can not be sealed"))
 		case cfg.MirrorDirect && cfg.Mirror == nil:
 			return nil, api.NewStreamInvalidConfigError(errors.New("stream has no mirror but does have mirror direct"))

@@ -45,6 +45,10 @@ const (
 	propBatch
 	// propFastBatch is one message of a fast batch (fast, fastbatch.go).
 	propFastBatch
+	// propRestoreEnd ends a restore's messages: the stream's last
+	// sequence moves to the backup's (rst), past messages deleted at its
+	// end (restore.go).
+	propRestoreEnd
 )
 
 // proposal is one change to one stream, on its way through the apply path.
@@ -62,6 +66,10 @@ type proposal struct {
 	// src, on a propMsg, is where a mirrored or sourced message came
 	// from (source.go).
 	src *sourcedMsg
+	// rst, on a propMsg, is the sequence and time a restored message
+	// comes back with; on a propRestoreEnd, the backup's last sequence
+	// and its time (restore.go).
+	rst *restoredMsg
 	// propDelete; propInterestCheck: where to start
 	seq   uint64
 	erase bool

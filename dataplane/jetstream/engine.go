@@ -41,6 +41,9 @@ type Account interface {
 	Deliver(to, subject, reply string, hdr, msg []byte)
 	// HasInterest reports whether anyone subscribes to subject.
 	HasInterest(subject string) bool
+	// HasSubscriber reports whether anyone subscribes to the literal
+	// subject itself, not through a wildcard matching it.
+	HasSubscriber(subject string) bool
 	// Route returns a handle for delivering to the literal subject to
 	// many times: a consumer's per-message path, where matching the
 	// subject each time would dominate.
@@ -126,6 +129,8 @@ type Engine struct {
 	apiSched *apiScheduler
 	// cl is the engine's part of a cluster; nil on a single node.
 	cl *clusterState
+	// xfer runs stream backups and restores (backup.go).
+	xfer *transfers
 
 	mu struct {
 		sync.Mutex
@@ -170,7 +175,8 @@ func New(opts Options) (*Engine, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	e := &Engine{opts: opts, log: opts.Log, apiSched: newAPIScheduler(defaultAPILimits(), func(req apiRequest) { req.a.serve(req) })}
+	e := &Engine{opts: opts, log: opts.Log, xfer: newTransfers(),
+		apiSched: newAPIScheduler(defaultAPILimits(), func(req apiRequest) { req.a.serve(req) })}
 	e.mu.accounts = map[string]*jsAccount{}
 	e.mu.reserved = map[*applier]int64{}
 	e.mu.claims = map[uint64]int64{}
@@ -432,6 +438,8 @@ func (e *Engine) Close() {
 	for _, a := range accounts {
 		a.shutdown()
 	}
+	// Backups and restores end before the appliers a restore fills.
+	e.xfer.stop()
 	if e.cl != nil {
 		e.cl.close()
 	}

@@ -61,6 +61,17 @@ func (a *fakeAccount) SubscribeInternalPaced(filter string, h func(subject, repl
 	return a.SubscribeInternal(filter, func(subject, reply, hdr, msg []byte) { h(subject, reply, hdr, msg, false) })
 }
 
+func (a *fakeAccount) HasSubscriber(subj string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range a.subs {
+		if s.filter == subj {
+			return true
+		}
+	}
+	return false
+}
+
 func (a *fakeAccount) HasInterest(subj string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()

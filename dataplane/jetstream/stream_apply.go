@@ -60,6 +60,8 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		r = s.storeBatchLocked(p, ap)
 	case propFastBatch:
 		r = s.fastApplyLocked(p, ap)
+	case propRestoreEnd:
+		s.restoreEndLocked(p.rst, ap)
 	case propDelete:
 		r = s.deleteMsgLocked(p.seq, ap)
 		if p.erase && r.err == nil {
@@ -141,7 +143,7 @@ func (s *stream) dupLocked(msgID string, now int64) (dedupRec, bool) {
 func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 	cfg := s.mu.cfg
 	now := s.e.opts.Now().UnixNano()
-	if cfg.Sealed {
+	if cfg.Sealed && p.rst == nil {
 		return result{err: api.NewStreamSealedError()}
 	}
 	if tr := s.mu.tr.input; tr != nil {
@@ -160,6 +162,17 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 		// A member of an atomic batch: its batch ran these checks, and
 		// the limit checks below, for all its messages at once.
 		msgID, ttl, rollup, incr = p.pre.msgID, p.pre.ttl, p.pre.rollup, p.pre.incr
+	} else if p.rst != nil {
+		// A restored message passed its checks when it was first
+		// stored, and its roll-up and counter total are in the backup
+		// already; what its headers set up again is its TTL and, for
+		// the duplicate window, its id.
+		if v := headerValue(p.hdr, api.HeaderTTL); len(v) > 0 && cfg.AllowMsgTTL {
+			if t, ok := parseTTL(string(v)); ok {
+				ttl = t
+			}
+		}
+		msgID = string(headerValue(p.hdr, api.HeaderMsgID))
 	} else if p.src != nil {
 		// A mirrored or sourced message: the origin ran the client's
 		// checks; only a source's Nats-Msg-Id is deduplicated here.
@@ -250,7 +263,7 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 		}
 	}
 	var val string
-	if cfg.AllowMsgCounter {
+	if cfg.AllowMsgCounter && p.rst == nil {
 		if incr == nil {
 			return result{err: api.NewCounterIncrementMissingError()}
 		}
@@ -273,7 +286,17 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 	}
 
 	seq := s.mu.state.LastSeq + 1
-	if p.src != nil && p.src.mirror {
+	if p.rst != nil {
+		// A restored message keeps its sequence and time; the
+		// sequences the backup skips were deleted before it was taken.
+		if p.rst.seq < seq {
+			return result{err: fmt.Errorf("restored message %d: %w (stream at %d)", p.rst.seq, errRestoreOrder, seq-1)}
+		}
+		if p.rst.seq > seq && s.mu.state.Msgs > 0 {
+			s.mu.state.Deleted += p.rst.seq - seq
+		}
+		seq, now = p.rst.seq, p.rst.ts
+	} else if p.src != nil && p.src.mirror {
 		// A mirror keeps the origin's sequences and times; what the
 		// origin no longer holds between two messages is a gap here too.
 		if p.src.oseq > seq && s.mu.state.Msgs > 0 {
@@ -325,8 +348,11 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 			return r
 		}
 	}
-	if err := s.purgeSchedulerLocked(p.hdr, ap); err != nil {
-		return result{err: err}
+	if p.rst == nil {
+		// A restored scheduler purge happened before the backup.
+		if err := s.purgeSchedulerLocked(p.hdr, ap); err != nil {
+			return result{err: err}
+		}
 	}
 	if err := s.enforceLimitsLocked(p.subject, ap); err != nil {
 		return result{err: err}
@@ -338,7 +364,9 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 			interested = true
 		}
 	}
-	if cfg.Retention == api.InterestPolicy && !interested {
+	if cfg.Retention == api.InterestPolicy && !interested && p.rst == nil {
+		// (A restored message was kept for consumers the restore
+		// brings back after the messages.)
 		// Nobody is interested: the message is acknowledged (it has a
 		// sequence) but not kept.
 		if err := s.removeLocked(seq, p.subject, size, ap); err != nil {

@@ -158,6 +158,18 @@ func (a *Account) HasInterest(subj string) bool {
 	return anyInterest(a.subs.MatchOnce(b), b, 0)
 }
 
+// HasSubscriber reports whether anyone subscribes to the literal subj
+// itself, not through a wildcard matching it: a backup's receiver
+// subscribes to its own inbox, which its client's wildcard response
+// subscription matches too, and only the receiver's own says it is
+// ready for the chunks.
+func (a *Account) HasSubscriber(subj string) bool {
+	b := []byte(subj)
+	return anySub(a.subs.MatchOnce(b), func(sub *subscription) bool {
+		return string(sub.subject) == subj && sub.reaches(b, 0)
+	})
+}
+
 // WatchInterest calls fn (which must not block) whenever a client
 // subscribes to a filter that matches the literal subject subj: a push
 // consumer waits for its deliver subject to gain interest. The returned

@@ -34,6 +34,11 @@ func (s *Store) SourceProgress(stream uint64, fn func(source string, seq uint64,
 	return sourceProgress(s.eng, stream, fn)
 }
 
+// SourceProgress is Store.SourceProgress read from the view.
+func (v *View) SourceProgress(stream uint64, fn func(source string, seq uint64, ident string) error) error {
+	return sourceProgress(v.snap, stream, fn)
+}
+
 // SourceProgress is Store.SourceProgress.
 func (r *Recovery) SourceProgress(stream uint64, fn func(source string, seq uint64, ident string) error) error {
 	return sourceProgress(r.cur, stream, fn)

@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Page sizes nats-server uses; clients page with offset until they have
 // total items, so a reply's limit must be what we really returned per page.
@@ -146,4 +149,32 @@ type StreamPeerRequest struct {
 // LeaderStepdownRequest optionally steers where a new leader is elected.
 type LeaderStepdownRequest struct {
 	Placement *Placement `json:"placement,omitempty"`
+}
+
+// StreamSnapshotRequest is the body of STREAM.SNAPSHOT: where to send the
+// backup's chunks, and how.
+type StreamSnapshotRequest struct {
+	// DeliverSubject receives the chunks, each with a reply subject the
+	// receiver answers to acknowledge it.
+	DeliverSubject string `json:"deliver_subject"`
+	// NoConsumers leaves the stream's consumers out.
+	NoConsumers bool `json:"no_consumers,omitempty"`
+	// ChunkSize is the bytes per chunk, clamped to 1 KiB..1 MiB
+	// (default 128 KiB).
+	ChunkSize int `json:"chunk_size,omitempty"`
+	// WindowSize is the bytes sent but not yet acknowledged, clamped to
+	// 1 KiB..32 MiB (default 8 MiB), and at least one chunk.
+	WindowSize int `json:"window_size,omitempty"`
+	// CheckMsgs asks for every message's checksum to be verified first.
+	// Contrail verifies each record as it reads it for the backup anyway.
+	CheckMsgs bool `json:"jsck,omitempty"`
+}
+
+// StreamRestoreRequest is the body of STREAM.RESTORE: the config to
+// restore the stream with, and the state the backup recorded. The state
+// is the client's copy, shown to users; the backup's own record of it is
+// what the restore checks, so any state is accepted here.
+type StreamRestoreRequest struct {
+	Config StreamConfig    `json:"config"`
+	State  json.RawMessage `json:"state,omitempty"`
 }

@@ -97,6 +97,21 @@ type StreamInfoResponse struct {
 	*StreamInfo
 }
 
+// StreamSnapshotResponse answers STREAM.SNAPSHOT before the chunks
+// follow: the stream's config and state as the backup holds them.
+type StreamSnapshotResponse struct {
+	Response
+	Config *StreamConfig `json:"config,omitempty"`
+	State  *StreamState  `json:"state,omitempty"`
+}
+
+// StreamRestoreResponse answers STREAM.RESTORE: where to send the
+// backup's chunks.
+type StreamRestoreResponse struct {
+	Response
+	DeliverSubject string `json:"deliver_subject"`
+}
+
 // StreamNamesResponse answers STREAM.NAMES. "streams" is always sent,
 // null when there are none, as jsm.go's schema requires the member.
 type StreamNamesResponse struct {

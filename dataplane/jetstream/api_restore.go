@@ -1,0 +1,584 @@
+package jetstream
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/contrail/contrail/dataplane/jetstream/api"
+	"github.com/contrail/contrail/dataplane/jetstream/archive"
+)
+
+func init() {
+	apiRoutes["STREAM.RESTORE"] = apiRoute{(*jsAccount).streamRestore, restoreFail}
+}
+
+// restoreFail is STREAM.RESTORE's error reply.
+func restoreFail(err *api.Error) any {
+	return &api.StreamRestoreResponse{Response: api.Response{Type: api.TypeStreamRestoreResponse, Error: err}}
+}
+
+// restoreStall is how long a restore waits for the client's next chunk
+// before it gives up, as nats-server's.
+var restoreStall = 5 * time.Second
+
+// Restored messages in flight at once (submitted, not yet durable): the
+// apply path shares each commit among many of them, and the bounds keep
+// a restore's memory small whatever the backup holds.
+const (
+	restoreInflightMsgs  = 256
+	restoreInflightBytes = 8 << 20
+)
+
+// errRestoreOrder is a restored message at or below the stream's last
+// sequence: the backup is not in order, or the stream took a message
+// that did not come from it.
+var errRestoreOrder = errors.New("restored message out of order")
+
+// restoredMsg is the sequence and time a restored message comes back
+// with (proposal.rst); on the end of a restore, the backup's last
+// sequence and time, and its sources' progress.
+type restoredMsg struct {
+	seq     uint64
+	ts      int64
+	sources []archive.Source
+}
+
+// streamRestore answers STREAM.RESTORE: it checks the config as a
+// create's, makes the stream, and answers with the subject to send the
+// backup (package archive) to, in chunks, each a request answered once
+// it is taken. An empty chunk ends the backup; its answer is the
+// stream's create response, or the restore's error.
+//
+// The stream stays pending while it fills (as a stream being created
+// is): it captures no subjects, no request finds it, and a create of its
+// name is refused, so nothing but the backup lands in it. Messages keep
+// their sequences and times and go through the one apply path, as
+// restored messages (storeMsgLocked); the consumers follow the
+// messages, with their delivery state. Only then is the stream attached.
+// A restore that fails removes everything it wrote, in one committed
+// removal, as a stream delete does.
+func (a *jsAccount) streamRestore(req apiRequest, name string) any {
+	if len(bytes.TrimSpace(req.body)) == 0 {
+		return restoreFail(api.NewBadRequestError())
+	}
+	cfg, aerr := a.restoreConfig(req.body, name)
+	if aerr != nil {
+		return restoreFail(aerr)
+	}
+	if a.lookup(name) != nil {
+		return restoreFail(api.NewStreamNameExistRestoreFailedError())
+	}
+	release, err := a.e.xfer.begin(a)
+	if err != nil {
+		return restoreFail(api.NewStreamRestoreError(err))
+	}
+	s, aerr := a.reserveRestore(cfg, req.asg)
+	if aerr != nil {
+		release()
+		return restoreFail(aerr)
+	}
+	rs := newRestore(a, s, release)
+	unsub, err := a.acc.SubscribeInternal(rs.subject, rs.onChunk)
+	if err != nil {
+		rs.abandon(err)
+		release()
+		return restoreFail(api.NewRestoreSubscribeFailedError(rs.subject, err))
+	}
+	rs.unsub = unsub
+	a.e.log.Info("jetstream stream restore started", "account", a.acc.Name(), "stream", name)
+	a.reply(req.reply, &api.StreamRestoreResponse{Response: api.Response{Type: api.TypeStreamRestoreResponse},
+		DeliverSubject: rs.subject})
+	go rs.run(a.e.xfer.ctx)
+	return nil
+}
+
+// restoreConfig decodes and checks a restore request's config, as a
+// create's (checkStreamConfig): the name in the subject rules, and a
+// config without one takes it.
+func (a *jsAccount) restoreConfig(body []byte, name string) (*api.StreamConfig, *api.Error) {
+	var rreq api.StreamRestoreRequest
+	if err := api.DecodeRequest(body, &rreq); err != nil {
+		return nil, api.NewInvalidJSONError(err)
+	}
+	if rreq.Config.Name == "" {
+		rreq.Config.Name = name
+	}
+	if rreq.Config.Name != name {
+		return nil, api.NewStreamNameMismatchError()
+	}
+	return a.checkStreamConfig(&api.StreamConfigRequest{StreamConfig: rreq.Config}, name, true, true)
+}
+
+// reserveRestore files the stream a restore fills as pending and commits
+// its create: the name is taken, the stream is not attached.
+func (a *jsAccount) reserveRestore(cfg *api.StreamConfig, asg *assignment) (*stream, *api.Error) {
+	s, fresh, wait, aerr := a.reserveStream(cfg, asg)
+	switch {
+	case aerr != nil:
+		if aerr.ErrCode == api.NewStreamNameInUseError().ErrCode {
+			return nil, api.NewStreamNameExistRestoreFailedError()
+		}
+		return nil, aerr
+	case wait != nil || !fresh:
+		// Being created or restored, or made meanwhile.
+		return nil, api.NewStreamNameExistRestoreFailedError()
+	}
+	if r := s.ap.apply(&proposal{s: s, acct: a, kind: propCreate}); r.err != nil {
+		return nil, a.finishCreate(s, r)
+	}
+	return s, nil
+}
+
+// restore is one STREAM.RESTORE in progress.
+type restore struct {
+	a       *jsAccount
+	s       *stream
+	subject string
+	release func()
+	unsub   func()
+	// chunks carries the client's chunks to run; the client sends one
+	// and waits for its answer, so one is queued at a time.
+	chunks chan restoreChunk
+	// ended is closed once run stops taking chunks: a chunk arriving
+	// after it is answered with the restore's outcome, err.
+	ended chan struct{}
+	mu    struct {
+		sync.Mutex
+		err error
+	}
+}
+
+// restoreChunk is one chunk of a backup and the subject its answer goes
+// to; an empty one ends the backup.
+type restoreChunk struct {
+	data  []byte
+	reply string
+}
+
+func newRestore(a *jsAccount, s *stream, release func()) *restore {
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	return &restore{a: a, s: s, release: release,
+		subject: "$JS.SNAPSHOT.RESTORE." + s.name() + "." + hex.EncodeToString(id[:]),
+		chunks:  make(chan restoreChunk, 1), ended: make(chan struct{})}
+}
+
+// onChunk takes one chunk from the client (a subscription handler: it
+// does not block). A chunk without a reply subject cannot be answered,
+// and ends the restore, as on nats-server.
+func (rs *restore) onChunk(_, reply, _, msg []byte) {
+	select {
+	case <-rs.ended:
+		rs.answer(string(reply), rs.outcome())
+		return
+	default:
+	}
+	c := restoreChunk{data: bytes.Clone(msg), reply: string(reply)}
+	if len(reply) == 0 {
+		rs.fail(errors.New("a chunk came without a reply subject"))
+		c.data = nil // ends the backup: run stops with the failure
+	}
+	select {
+	case rs.chunks <- c:
+		select {
+		case <-rs.ended:
+			// run ended while this went in, and may have looked for
+			// chunks to answer before it did.
+			select {
+			case c := <-rs.chunks:
+				rs.answer(c.reply, rs.outcome())
+			default:
+			}
+		default:
+		}
+	default:
+		rs.fail(errors.New("a chunk came before the one before it was answered"))
+		rs.answer(c.reply, rs.outcome())
+	}
+}
+
+// fail records the restore's first error.
+func (rs *restore) fail(err error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.mu.err == nil {
+		rs.mu.err = err
+	}
+}
+
+func (rs *restore) outcome() error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.mu.err
+}
+
+// answer answers a chunk: empty when it was taken, the create response's
+// error shape when the restore failed.
+func (rs *restore) answer(reply string, err error) {
+	if reply == "" {
+		return
+	}
+	if err == nil {
+		rs.a.acc.Publish(reply, "", nil, nil)
+		return
+	}
+	rs.a.reply(reply, streamErr(api.TypeStreamCreateResponse, api.Prefer(err, api.NewStreamRestoreError(err))))
+}
+
+// run reads the backup, fills the stream and attaches it, then answers
+// the final chunk; on any failure it removes the stream and answers with
+// the error.
+func (rs *restore) run(ctx context.Context) {
+	defer rs.release()
+	start := time.Now()
+	cr := &chunkReader{rs: rs, ctx: ctx}
+	err := rs.fill(ctx, cr)
+	if err == nil {
+		err = rs.outcome()
+	}
+	if err == nil {
+		// The rest of the input must be the empty chunk that ends it.
+		if _, rerr := cr.Read(make([]byte, 1)); rerr != io.EOF {
+			err = fmt.Errorf("data after the backup's end: %w", rerr)
+		}
+	}
+	var resp any
+	if err == nil {
+		resp, err = rs.finish()
+	}
+	rs.fail(err)
+	rs.unsub()
+	close(rs.ended)
+	// Answer what waits: the final chunk, or the one the failure left
+	// unanswered (the client then stops sending).
+	if cr.cur.reply != "" {
+		rs.answer(cr.cur.reply, err)
+	}
+	for {
+		select {
+		case c := <-rs.chunks:
+			rs.answer(c.reply, rs.outcome())
+			continue
+		default:
+		}
+		break
+	}
+	a, name := rs.a, rs.s.name()
+	if err != nil {
+		rs.abandon(err)
+		if cr.final != "" {
+			rs.answer(cr.final, err)
+		}
+		a.e.log.Warn("jetstream stream restore failed", "account", a.acc.Name(), "stream", name, "err", err)
+		return
+	}
+	a.reply(cr.final, resp)
+	a.e.log.Info("jetstream stream restored", "account", a.acc.Name(), "stream", name,
+		"bytes", cr.total, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// fill reads the archive into the stream: its position, its messages,
+// where its sequences end, then its consumers (kept aside in parked,
+// started when the stream is attached).
+func (rs *restore) fill(ctx context.Context, cr *chunkReader) error {
+	ar, err := archive.NewReader(cr)
+	if err != nil {
+		if errors.Is(err, archive.ErrFormat) {
+			return fmt.Errorf("%w: a backup made by another server cannot be restored here", err)
+		}
+		return err
+	}
+	hdr, err := ar.Stream()
+	if err != nil {
+		return err
+	}
+	s, a := rs.s, rs.a
+	// Start where the backup's stream started: the next sequence is its
+	// first message's (or, with none, the one after its last).
+	first := hdr.State.FirstSeq
+	if hdr.State.Msgs == 0 {
+		first = hdr.State.LastSeq + 1
+	}
+	if first > s.snapshotState().LastSeq+1 {
+		if r := s.ap.apply(&proposal{s: s, acct: a, kind: propPurge, purge: api.StreamPurgeRequest{Sequence: first}}); r.err != nil {
+			return r.err
+		}
+	}
+	fl := newInflight()
+	var cons []*archive.Consumer
+	for {
+		rec, err := ar.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			fl.wait()
+			return err
+		}
+		switch v := rec.(type) {
+		case *archive.Msg:
+			if err := rs.outcome(); err != nil {
+				fl.wait()
+				return err
+			}
+			p := &proposal{s: s, acct: a, kind: propMsg, subject: v.Subject, hdr: bytes.Clone(v.Header),
+				data: bytes.Clone(v.Data), rst: &restoredMsg{seq: v.Seq, ts: v.Time}}
+			if p.data == nil {
+				p.data = []byte{}
+			}
+			size := len(p.subject) + len(p.hdr) + len(p.data)
+			fl.take(size)
+			p.done = func(_ *proposal, r result) {
+				if r.err != nil {
+					rs.fail(fmt.Errorf("message %d: %w", v.Seq, r.err))
+				}
+				fl.give(size)
+			}
+			if !s.ap.submit(p) {
+				p.done(p, s.ap.closedResult())
+			}
+		case *archive.Consumer:
+			cons = append(cons, v)
+		}
+		if ctx.Err() != nil {
+			fl.wait()
+			return ctx.Err()
+		}
+	}
+	fl.wait()
+	if err := rs.outcome(); err != nil {
+		return err
+	}
+	end := &restoredMsg{seq: hdr.State.LastSeq, ts: hdr.State.LastTime, sources: hdr.Sources}
+	if r := s.ap.apply(&proposal{s: s, acct: a, kind: propRestoreEnd, rst: end}); r.err != nil {
+		return r.err
+	}
+	for _, ac := range cons {
+		c, err := rs.consumer(ac)
+		if err != nil {
+			return fmt.Errorf("consumer %q: %w", ac.Name, err)
+		}
+		if r := s.ap.apply(&proposal{s: s, acct: a, kind: propConsumerCreate, cons: c}); r.err != nil {
+			return fmt.Errorf("consumer %q: %w", ac.Name, r.err)
+		}
+		s.mu.Lock()
+		s.mu.parked = append(s.mu.parked, c)
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// consumer makes one of the backup's consumers again, checked as a
+// create's config is, with its delivery state.
+func (rs *restore) consumer(ac *archive.Consumer) (*consumer, error) {
+	s, a := rs.s, rs.a
+	var cfg api.ConsumerConfig
+	if err := api.DecodeRequest(ac.Config, &cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Name == "" {
+		cfg.Name = ac.Name
+	}
+	if cfg.Name != ac.Name || api.HasPathSeparator(ac.Name) || !cfg.IsDurable() {
+		return nil, errors.New("not a durable consumer of that name")
+	}
+	scfg := s.config()
+	tierLim, aerr := a.consumerLimits(scfg.Replicas)
+	if aerr != nil {
+		return nil, aerr
+	}
+	norm, aerr := cfg.Normalize(api.ConsumerEnv{Stream: scfg, Limits: tierLim})
+	if aerr != nil {
+		return nil, aerr
+	}
+	s.mu.Lock()
+	_, dup := s.mu.cons[ac.Name]
+	for _, p := range s.mu.parked {
+		dup = dup || p.name == ac.Name
+	}
+	s.mu.Unlock()
+	if dup {
+		return nil, errors.New("the backup holds it twice")
+	}
+	created := ac.Created
+	if created.IsZero() {
+		created = a.e.opts.Now().UTC()
+	}
+	c := newConsumer(s, a, ac.Name, norm, created)
+	if len(ac.State) > 0 {
+		if err := c.restoreState(ac.State); err != nil {
+			return nil, fmt.Errorf("delivery state: %w", err)
+		}
+	} else if err := c.position(s.snapshotState(), 0); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// finish attaches the filled stream (its consumers start with it) and
+// returns the create response the client gets.
+func (rs *restore) finish() (any, error) {
+	s, a := rs.s, rs.a
+	if aerr := a.finishCreate(s, result{}); aerr != nil {
+		return nil, aerr
+	}
+	info, _ := s.info(nil)
+	return &api.StreamCreateResponse{Response: api.Response{Type: api.TypeStreamCreateResponse}, StreamInfo: info, DidCreate: true}, nil
+}
+
+// abandon removes a restore's stream, still pending, with everything it
+// wrote, and gives its reservations back.
+func (rs *restore) abandon(cause error) {
+	s, a := rs.s, rs.a
+	s.mu.Lock()
+	parked := s.mu.parked
+	s.mu.parked = nil
+	s.mu.Unlock()
+	for _, c := range parked {
+		c.stop()
+	}
+	if r := s.ap.apply(&proposal{s: s, acct: a, kind: propRemove}); r.err != nil {
+		// Not removed here (the applier stopped, or the partition moved
+		// on): its commitment goes back all the same.
+		s.mu.Lock()
+		s.commitLocked(-1)
+		s.mu.Unlock()
+		a.e.log.Warn("jetstream restored stream not removed", "account", a.acc.Name(), "stream", s.name(),
+			"cause", cause, "err", r.err)
+	}
+	a.create.Lock()
+	a.forget(s)
+	a.e.untrack(s)
+	a.create.Unlock()
+}
+
+// chunkReader reads a restore's chunks as one stream of bytes, answering
+// each chunk once it is read through: the client's next chunk waits for
+// that answer, which keeps the restore's input paced by how fast it is
+// applied.
+type chunkReader struct {
+	rs    *restore
+	ctx   context.Context
+	cur   restoreChunk // the chunk being read; data is what is left of it
+	final string       // the reply of the empty chunk that ended the input
+	total int
+	eof   bool
+	timer *time.Timer
+}
+
+func (cr *chunkReader) Read(p []byte) (int, error) {
+	for len(cr.cur.data) == 0 {
+		if cr.cur.reply != "" {
+			cr.rs.answer(cr.cur.reply, nil)
+			cr.cur.reply = ""
+		}
+		if cr.eof {
+			return 0, io.EOF
+		}
+		if cr.timer == nil {
+			cr.timer = time.NewTimer(restoreStall)
+		} else {
+			cr.timer.Reset(restoreStall)
+		}
+		select {
+		case c := <-cr.rs.chunks:
+			cr.timer.Stop()
+			if len(c.data) == 0 {
+				cr.eof, cr.final = true, c.reply
+				if err := cr.rs.outcome(); err != nil {
+					return 0, err
+				}
+				return 0, io.EOF
+			}
+			cr.cur = c
+			cr.total += len(c.data)
+		case <-cr.timer.C:
+			return 0, fmt.Errorf("stalled: no chunk for %v", restoreStall)
+		case <-cr.ctx.Done():
+			return 0, cr.ctx.Err()
+		}
+	}
+	n := copy(p, cr.cur.data)
+	cr.cur.data = cr.cur.data[n:]
+	return n, nil
+}
+
+// inflight bounds a restore's messages submitted and not yet durable,
+// by count and by bytes (at least one message, however big).
+type inflight struct {
+	mu          sync.Mutex
+	cond        *sync.Cond
+	msgs, bytes int
+}
+
+func newInflight() *inflight {
+	f := &inflight{}
+	f.cond = sync.NewCond(&f.mu)
+	return f
+}
+
+func (f *inflight) take(size int) {
+	f.mu.Lock()
+	for f.msgs > 0 && (f.msgs >= restoreInflightMsgs || f.bytes+size > restoreInflightBytes) {
+		f.cond.Wait()
+	}
+	f.msgs++
+	f.bytes += size
+	f.mu.Unlock()
+}
+
+func (f *inflight) give(size int) {
+	f.mu.Lock()
+	f.msgs--
+	f.bytes -= size
+	f.mu.Unlock()
+	f.cond.Broadcast()
+}
+
+// wait returns once nothing is in flight.
+func (f *inflight) wait() {
+	f.mu.Lock()
+	for f.msgs > 0 {
+		f.cond.Wait()
+	}
+	f.mu.Unlock()
+}
+
+// restoreEndLocked ends a restore's messages. The stream's last sequence
+// moves to the backup's when the backup's last messages had been
+// deleted: the next message gets the sequence after it, as it would have
+// on the stream backed up. Each of the stream's sources goes on from
+// where the backup had taken it.
+func (s *stream) restoreEndLocked(end *restoredMsg, ap *applier) {
+	st := &s.mu.state
+	if end.seq > st.LastSeq {
+		if st.Msgs > 0 {
+			st.Deleted += end.seq - st.LastSeq
+		} else {
+			st.FirstSeq, st.FirstTime = end.seq+1, 0
+		}
+		st.LastSeq, st.LastTime = end.seq, end.ts
+		s.mu.dirty = true
+	}
+	have := map[string]bool{}
+	if m := s.mu.cfg.Mirror; m != nil {
+		have[m.IndexName()] = true
+	}
+	for _, src := range s.mu.cfg.Sources {
+		have[src.IndexName()] = true
+	}
+	for _, src := range end.sources {
+		if !have[src.Key] {
+			continue // not a source of the stream as restored
+		}
+		s.mu.progress[src.Key] = sourceProgress{seq: src.Seq, ident: src.Identity}
+		ap.batch.PutSourceProgress(s.id, src.Key, src.Seq, src.Identity)
+	}
+}
