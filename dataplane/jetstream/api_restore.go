@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -291,7 +292,7 @@ func (rs *restore) fill(ctx context.Context, cr *chunkReader) error {
 	ar, err := archive.NewReader(cr)
 	if err != nil {
 		if errors.Is(err, archive.ErrFormat) {
-			return fmt.Errorf("%w: a backup made by another server cannot be restored here", err)
+			return fmt.Errorf("%w (a nats-server backup holds that server's store files: restore it there, or copy a stream across with a mirror or source)", err)
 		}
 		return err
 	}
@@ -457,6 +458,31 @@ func (rs *restore) abandon(cause error) {
 	a.forget(s)
 	a.e.untrack(s)
 	a.create.Unlock()
+	if a.e.cl != nil {
+		a.abandonCatalog(s)
+	}
+}
+
+// hdrAbandon, on a STREAM.DELETE the engine sends itself, names the
+// stream (by id) that a failed restore made: the meta leader deletes the
+// catalog's stream of that name only if it is still that one, never a
+// stream made again since under the same name.
+const hdrAbandon = "Contrail-Restore-Abandon"
+
+// abandonCatalog has the meta leader forget the stream a failed restore
+// made on a cluster, through the stream delete path every node runs: the
+// catalog assigned it before its node began filling it.
+func (a *jsAccount) abandonCatalog(s *stream) {
+	hdr := appendHeaderBlock(nil, "", hdrAbandon, strconv.FormatUint(s.id, 10))
+	a.acc.Publish("$JS.API.STREAM.DELETE."+s.name(), "", hdr, nil)
+}
+
+// abandonedIs reports whether a stream delete may delete have: any
+// client's may; the engine's own, after a failed restore, only the
+// stream that restore made.
+func abandonedIs(hdr []byte, have *assignment) bool {
+	v := headerValue(hdr, hdrAbandon)
+	return len(v) == 0 || string(v) == strconv.FormatUint(have.ID, 10)
 }
 
 // chunkReader reads a restore's chunks as one stream of bytes, answering

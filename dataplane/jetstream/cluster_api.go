@@ -34,7 +34,7 @@ import (
 // stream the catalog holds is never "not found".
 
 // metaOps are the operations decided by the meta leader.
-var metaOps = map[string]bool{"STREAM.CREATE": true, "STREAM.UPDATE": true, "STREAM.DELETE": true}
+var metaOps = map[string]bool{"STREAM.CREATE": true, "STREAM.UPDATE": true, "STREAM.DELETE": true, "STREAM.RESTORE": true}
 
 // catalogReads are answered by the meta leader from the catalog.
 var catalogReads = map[string]bool{"INFO": true, "STREAM.NAMES": true, "STREAM.LIST": true}

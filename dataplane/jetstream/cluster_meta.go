@@ -677,6 +677,29 @@ func (a *jsAccount) metaServe(req apiRequest, op, name string) {
 			func(g uint16) bool { return c.r.Group(g).Leader() != "" })
 		ent.Op = metaCreate
 		ent.Asg = &assignment{Account: acct, Name: name, ID: id, Owner: owner, Config: cfg, Created: a.e.opts.Now().UTC()}
+	case "STREAM.RESTORE":
+		// Placed as a create; the node that holds the new stream fills
+		// it from the client's chunks (api_restore.go), and removes it
+		// from the catalog again if that fails (abandonCatalog).
+		if len(bytes.TrimSpace(req.body)) == 0 {
+			a.reply(req.reply, restoreFail(api.NewBadRequestError()))
+			return
+		}
+		cfg, aerr := a.restoreConfig(req.body, name)
+		if aerr == nil && have != nil {
+			aerr = api.NewStreamNameExistRestoreFailedError()
+		}
+		if aerr == nil {
+			aerr = c.checkCreate(a, cfg)
+		}
+		if aerr != nil {
+			a.reply(req.reply, restoreFail(aerr))
+			return
+		}
+		id, owner := c.catalog.place(cfg.Replicas, c.r.Partitions(), c.r.Peers(),
+			func(g uint16) bool { return c.r.Group(g).Leader() != "" })
+		ent.Op = metaCreate
+		ent.Asg = &assignment{Account: acct, Name: name, ID: id, Owner: owner, Config: cfg, Created: a.e.opts.Now().UTC()}
 	case "STREAM.UPDATE":
 		const typ = api.TypeStreamUpdateResponse
 		if have == nil {
@@ -710,7 +733,7 @@ func (a *jsAccount) metaServe(req apiRequest, op, name string) {
 		ent.Op, ent.Asg = metaUpdate, &upd
 	case "STREAM.DELETE":
 		const typ = api.TypeStreamDeleteResponse
-		if have == nil {
+		if have == nil || !abandonedIs(req.hdr, have) {
 			a.reply(req.reply, streamErr(typ, api.NewStreamNotFoundError()))
 			return
 		}
@@ -729,9 +752,10 @@ func (a *jsAccount) metaServe(req apiRequest, op, name string) {
 
 // metaReplyTypes are the reply types of the meta operations.
 var metaReplyTypes = map[string]string{
-	"STREAM.CREATE": api.TypeStreamCreateResponse,
-	"STREAM.UPDATE": api.TypeStreamUpdateResponse,
-	"STREAM.DELETE": api.TypeStreamDeleteResponse,
+	"STREAM.CREATE":  api.TypeStreamCreateResponse,
+	"STREAM.RESTORE": api.TypeStreamRestoreResponse,
+	"STREAM.UPDATE":  api.TypeStreamUpdateResponse,
+	"STREAM.DELETE":  api.TypeStreamDeleteResponse,
 }
 
 // checkCreate runs a new stream's catalog-wide checks.

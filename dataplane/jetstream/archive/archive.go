@@ -244,13 +244,14 @@ type Reader struct {
 	body      []byte
 }
 
-// NewReader opens an archive on r. It reads the magic at once: input of
-// another format fails here with ErrFormat.
+// NewReader opens an archive on r. It reads the magic at once: an s2
+// stream of another format fails here with ErrFormat, input that is not
+// a sound s2 stream with ErrCorrupt.
 func NewReader(r io.Reader) (*Reader, error) {
 	br := bufio.NewReaderSize(s2.NewReader(r, s2.ReaderMaxBlockSize(4<<20)), 64<<10)
 	var magic [len(Magic)]byte
 	if _, err := io.ReadFull(br, magic[:]); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
+		return nil, truncated(err)
 	}
 	if string(magic[:]) != Magic {
 		return nil, ErrFormat

@@ -124,16 +124,19 @@ func TestDamageRefused(t *testing.T) {
 	}
 }
 
-// What is not an archive of this format, a tar of store files as
-// nats-server sends or plain bytes, is ErrFormat.
+// An s2 stream of another format (a backup of nats-server's, which holds
+// its store files) is ErrFormat; what is not s2 at all is ErrCorrupt.
 func TestOtherFormatsRefused(t *testing.T) {
 	var z bytes.Buffer
 	w := s2.NewWriter(&z)
 	w.Write([]byte("NATSARC1 something else entirely"))
 	w.Close()
-	for name, in := range map[string][]byte{"other magic": z.Bytes(), "not s2": []byte(strings.Repeat("x", 100)), "empty": nil} {
-		if _, err := NewReader(bytes.NewReader(in)); !errors.Is(err, ErrFormat) {
-			t.Errorf("%s: %v, want ErrFormat", name, err)
+	if _, err := NewReader(bytes.NewReader(z.Bytes())); !errors.Is(err, ErrFormat) {
+		t.Errorf("another format: %v, want ErrFormat", err)
+	}
+	for name, in := range map[string][]byte{"not s2": []byte(strings.Repeat("x", 100)), "empty": nil} {
+		if _, err := NewReader(bytes.NewReader(in)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
 		}
 	}
 }
