@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,10 +86,10 @@ func wantSameDump(t testing.TB, name string, before, after streamDump) {
 // subjects; a durable pull consumer with acknowledged and unacknowledged
 // deliveries, a filtered durable, and an ephemeral (which a backup
 // leaves out, as it ends with its client).
-func fillOrders(t testing.TB, js jetstream.JetStream) {
+func fillOrders(t testing.TB, js jetstream.JetStream, replicas int) {
 	t.Helper()
 	ctx := ctxT(t)
-	s := createStream(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, AllowMsgTTL: true})
+	s := createStream(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, AllowMsgTTL: true, Replicas: replicas})
 	for i := 1; i <= 20; i++ {
 		m := nats.NewMsg(fmt.Sprintf("orders.%d", i%3))
 		m.Data = []byte(fmt.Sprintf("order %d", i))
@@ -147,7 +148,7 @@ func TestJSBackupRestoreCLI(t *testing.T) {
 	natsCLI(t)
 	n, tg := jsNode(t, nodeOpts{})
 	js, ctx := tg.js, ctxT(t)
-	fillOrders(t, js)
+	fillOrders(t, js, 1)
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "CFG", History: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +283,7 @@ func TestJSBackupHostile(t *testing.T) {
 	n, tg := jsNode(t, nodeOpts{})
 	ref := startRefJS(t)
 	js, ctx := tg.js, ctxT(t)
-	fillOrders(t, js)
+	fillOrders(t, js, 1)
 	before := dumpStream(t, js, "ORDERS")
 	delete(before.Consumers, ephemeralName(before))
 	dir := t.TempDir()
@@ -294,7 +295,7 @@ func TestJSBackupHostile(t *testing.T) {
 
 	// The same stream on nats-server, backed up there.
 	refJS := jsConnect(t, "nats-server", ref.URL).js
-	fillOrders(t, refJS)
+	fillOrders(t, refJS, 1)
 	theirs := filepath.Join(dir, "theirs")
 	runCLI(t, ref.URL, "backup", "stream", "ORDERS", theirs)
 
@@ -471,4 +472,80 @@ func TestJSBackupReceiverStops(t *testing.T) {
 			}
 		})
 	}
+}
+
+// On a cluster: an R3 stream and an R1 stream backed up through one
+// node and restored through another come back exactly, the R3 one on
+// all its replicas (its leader killed after the restore, the new one
+// holds it all); a failed restore leaves nothing in the catalog.
+func TestClusterBackupRestore(t *testing.T) {
+	t.Parallel()
+	natsCLI(t)
+	nodes := startCluster(t, 3, clusterOpts{})
+	waitMesh(t, nodes)
+	_, js := clusterJS(t, clusterURLs(nodes))
+	waitFor(t, clusterTimeout(), "the meta group", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js.AccountInfo(ctx)
+		return err == nil
+	})
+	fillOrders(t, js, 3)
+	r1 := createR3(t, js, jetstream.StreamConfig{Name: "ONE", Subjects: []string{"one"}, Replicas: 1})
+	for i := 0; i < 5; i++ {
+		jsPublish(t, js, "one", fmt.Sprint(i))
+	}
+	if err := r1.DeleteMsg(ctxT(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]streamDump{"ORDERS": dumpStream(t, js, "ORDERS"), "ONE": dumpStream(t, js, "ONE")}
+	delete(before["ORDERS"].Consumers, ephemeralName(before["ORDERS"]))
+
+	dir := filepath.Join(t.TempDir(), "acct")
+	runCLI(t, nodes[1].URL, "backup", "account", dir, "--consumers", "-f")
+	for name := range before {
+		if err := js.DeleteStream(ctxT(t), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runCLI(t, nodes[2].URL, "backup", "restore", "account", dir)
+	for name, b := range before {
+		wantSameDump(t, name, b, dumpStream(t, js, name))
+	}
+
+	leader, _ := streamLeader(t, js, nodes, "ORDERS")
+	leader.kill(t)
+	streamLeader(t, js, nodes, "ORDERS")
+	wantSameDump(t, "ORDERS after its leader's loss", before["ORDERS"], dumpStream(t, js, "ORDERS"))
+	leader.restart(t)
+
+	// A damaged backup of ORDERS, restored after ORDERS is deleted:
+	// refused, and no node's catalog keeps the stream it began.
+	bad := filepath.Join(t.TempDir(), "bad")
+	if err := os.MkdirAll(bad, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := os.ReadFile(filepath.Join(dir, "ORDERS", "backup.json"))
+	writeFile(t, bad, "backup.json", string(meta))
+	matches, _ := filepath.Glob(filepath.Join(dir, "ORDERS", "stream.*.s2"))
+	if len(matches) != 1 {
+		t.Fatalf("backup holds %v", matches)
+	}
+	b, _ := os.ReadFile(matches[0])
+	writeFile(t, bad, filepath.Base(matches[0]), string(b[:len(b)/2]))
+	if err := js.DeleteStream(ctxT(t), "ORDERS"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := tryCLI(t, nodes[0].URL, "backup", "restore", "stream", bad); err == nil || !strings.Contains(out, "archive corrupt") {
+		t.Errorf("restore of a truncated backup: %v\n%s", err, out)
+	}
+	for _, cn := range nodes {
+		_, njs := clusterJS(t, cn.URL)
+		waitFor(t, clusterTimeout(), "the failed restore's stream to leave "+cn.ID+"'s catalog", func() bool {
+			names := streamNames(t, njs)
+			return len(names) == 1 && names[0] == "ONE"
+		})
+	}
+	runCLI(t, nodes[1].URL, "backup", "restore", "stream", filepath.Join(dir, "ORDERS"))
+	wantSameDump(t, "ORDERS restored again", before["ORDERS"], dumpStream(t, js, "ORDERS"))
 }

@@ -181,14 +181,7 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 		}
 		return &api.ConsumerInfoResponse{Response: api.Response{Type: typ}, ConsumerInfo: existing.info()}
 	}
-	// The account's max_consumers bounds each stream's consumers, as
-	// nats-server enforces it: the stream's own max_consumers or the
-	// account's, whichever is lower.
-	maxc := scfg.MaxConsumers
-	if tierLim != nil && tierLim.MaxConsumers > 0 && (maxc <= 0 || tierLim.MaxConsumers < maxc) {
-		maxc = tierLim.MaxConsumers
-	}
-	if maxc > 0 && len(others) >= maxc {
+	if maxc := maxConsumers(scfg, tierLim); maxc > 0 && len(others) >= maxc {
 		return consumerErr(typ, api.NewMaxConsumersReachedError())
 	}
 	if err := api.CheckWorkQueue(scfg, norm, others); err != nil {
@@ -220,6 +213,18 @@ func (a *jsAccount) createConsumer(req apiRequest, streamName, name, filter stri
 		return withHeader{resp: resp, hdr: appendHeaderBlock(nil, "", api.HeaderStreamIdentity, identity)}
 	}
 	return resp
+}
+
+// maxConsumers is how many consumers a stream may have, 0 for no bound:
+// the account's max_consumers bounds each stream's consumers, as
+// nats-server enforces it, so the stream's own max_consumers or the
+// account's, whichever is lower.
+func maxConsumers(scfg *api.StreamConfig, tierLim *api.AccountLimits) int {
+	maxc := scfg.MaxConsumers
+	if tierLim != nil && tierLim.MaxConsumers > 0 && (maxc <= 0 || tierLim.MaxConsumers < maxc) {
+		maxc = tierLim.MaxConsumers
+	}
+	return max(maxc, 0)
 }
 
 // withHeader is a reply sent with a header block.

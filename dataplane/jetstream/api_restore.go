@@ -14,6 +14,7 @@ import (
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
 	"github.com/contrail/contrail/dataplane/jetstream/archive"
+	"github.com/contrail/contrail/dataplane/subject"
 )
 
 func init() {
@@ -300,6 +301,9 @@ func (rs *restore) fill(ctx context.Context, cr *chunkReader) error {
 	if err != nil {
 		return err
 	}
+	if hdr.State.LastSeq > api.MaxRequestSeq || hdr.State.FirstSeq > hdr.State.LastSeq+1 {
+		return fmt.Errorf("%w: stream sequences %d to %d", archive.ErrCorrupt, hdr.State.FirstSeq, hdr.State.LastSeq)
+	}
 	s, a := rs.s, rs.a
 	// Start where the backup's stream started: the next sequence is its
 	// first message's (or, with none, the one after its last).
@@ -326,6 +330,10 @@ func (rs *restore) fill(ctx context.Context, cr *chunkReader) error {
 		switch v := rec.(type) {
 		case *archive.Msg:
 			if err := rs.outcome(); err != nil {
+				fl.wait()
+				return err
+			}
+			if err := checkRestored(v, hdr.State.LastSeq); err != nil {
 				fl.wait()
 				return err
 			}
@@ -376,6 +384,21 @@ func (rs *restore) fill(ctx context.Context, cr *chunkReader) error {
 	return nil
 }
 
+// checkRestored refuses a message no publish could have stored: what a
+// stream delivers must not be able to break its receivers' protocol
+// (a subject with spaces or line ends would), whoever wrote the backup.
+func checkRestored(m *archive.Msg, last uint64) error {
+	switch {
+	case m.Seq == 0 || m.Seq > last:
+		return fmt.Errorf("%w: message %d outside the stream's sequences (to %d)", archive.ErrCorrupt, m.Seq, last)
+	case !subject.ValidLiteralString(m.Subject):
+		return fmt.Errorf("%w: message %d: invalid subject %q", archive.ErrCorrupt, m.Seq, m.Subject)
+	case len(m.Header) > 0 && (!bytes.HasPrefix(m.Header, []byte("NATS/1.0")) || !bytes.HasSuffix(m.Header, []byte("\r\n\r\n"))):
+		return fmt.Errorf("%w: message %d: invalid header block", archive.ErrCorrupt, m.Seq)
+	}
+	return nil
+}
+
 // consumer makes one of the backup's consumers again, checked as a
 // create's config is, with its delivery state.
 func (rs *restore) consumer(ac *archive.Consumer) (*consumer, error) {
@@ -404,9 +427,13 @@ func (rs *restore) consumer(ac *archive.Consumer) (*consumer, error) {
 	for _, p := range s.mu.parked {
 		dup = dup || p.name == ac.Name
 	}
+	have := len(s.mu.cons) + len(s.mu.parked)
 	s.mu.Unlock()
 	if dup {
 		return nil, errors.New("the backup holds it twice")
+	}
+	if maxc := maxConsumers(scfg, tierLim); maxc > 0 && have >= maxc {
+		return nil, api.NewMaxConsumersReachedError()
 	}
 	created := ac.Created
 	if created.IsZero() {
@@ -438,13 +465,11 @@ func (rs *restore) finish() (any, error) {
 // wrote, and gives its reservations back.
 func (rs *restore) abandon(cause error) {
 	s, a := rs.s, rs.a
+	// The consumers made so far never started (they start with the
+	// stream's attach): dropped, and their records go with the stream's.
 	s.mu.Lock()
-	parked := s.mu.parked
 	s.mu.parked = nil
 	s.mu.Unlock()
-	for _, c := range parked {
-		c.stop()
-	}
 	if r := s.ap.apply(&proposal{s: s, acct: a, kind: propRemove}); r.err != nil {
 		// Not removed here (the applier stopped, or the partition moved
 		// on): its commitment goes back all the same.
