@@ -238,7 +238,6 @@ func (rs *restore) answer(reply string, err error) {
 // the final chunk; on any failure it removes the stream and answers with
 // the error.
 func (rs *restore) run(ctx context.Context) {
-	defer rs.release()
 	start := time.Now()
 	cr := &chunkReader{rs: rs, ctx: ctx}
 	err := rs.fill(ctx, cr)
@@ -258,23 +257,30 @@ func (rs *restore) run(ctx context.Context) {
 	rs.fail(err)
 	rs.unsub()
 	close(rs.ended)
-	// Answer what waits: the final chunk, or the one the failure left
-	// unanswered (the client then stops sending).
+	a, name := rs.a, rs.s.name()
+	if err != nil {
+		rs.abandon(err)
+	}
+	// Settled before anyone hears the outcome: a client told the restore
+	// failed may restore the name again at once, and one told it is done
+	// may start the next.
+	rs.release()
+	// Answer what waits: the chunk the failure left unanswered, the
+	// final one, any sent meanwhile (the client stops sending once it
+	// hears an error).
 	if cr.cur.reply != "" {
 		rs.answer(cr.cur.reply, err)
 	}
 	for {
 		select {
 		case c := <-rs.chunks:
-			rs.answer(c.reply, rs.outcome())
+			rs.answer(c.reply, err)
 			continue
 		default:
 		}
 		break
 	}
-	a, name := rs.a, rs.s.name()
 	if err != nil {
-		rs.abandon(err)
 		if cr.final != "" {
 			rs.answer(cr.final, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/contrail/contrail/dataplane/jetstream/api"
@@ -85,9 +86,13 @@ func (a *jsAccount) streamSnapshot(req apiRequest, name string) any {
 	a.reply(req.reply, &api.StreamSnapshotResponse{Response: api.Response{Type: api.TypeStreamSnapshotResponse},
 		Config: cfg, State: &st})
 	go func() {
-		defer release()
-		defer b.close()
-		if err := a.sendBackup(a.e.xfer.ctx, b, &sreq); err != nil {
+		status, err := a.sendBackup(a.e.xfer.ctx, b, &sreq)
+		// Settled before the receiver hears the end, so that it may
+		// start its next backup at once.
+		b.close()
+		release()
+		a.acc.Publish(sreq.DeliverSubject, "", appendHeaderBlock(nil, status), nil)
+		if err != nil {
 			a.e.log.Warn("jetstream stream backup failed", "account", a.acc.Name(), "stream", name, "err", err)
 			return
 		}
@@ -203,9 +208,10 @@ func (b *frozenBackup) write(ctx context.Context, w io.Writer) error {
 // sendBackup sends b's archive in chunks to the request's deliver
 // subject. At most a window's worth of chunks is unacknowledged; each
 // chunk's reply subject ($JS.SNAPSHOT.ACK.<stream>.<id>.<size>.<n>, as
-// nats-server names them) takes the acknowledgement. The last message is
-// empty, with the outcome as its status.
-func (a *jsAccount) sendBackup(ctx context.Context, b *frozenBackup, req *api.StreamSnapshotRequest) (err error) {
+// nats-server names them) takes the acknowledgement. It returns the
+// status of the empty message that ends the transfer: 204, or 408 or
+// 500 with why.
+func (a *jsAccount) sendBackup(ctx context.Context, b *frozenBackup, req *api.StreamSnapshotRequest) (status string, err error) {
 	chunk := req.ChunkSize
 	if chunk == 0 {
 		chunk = snapshotChunkDefault
@@ -218,17 +224,16 @@ func (a *jsAccount) sendBackup(ctx context.Context, b *frozenBackup, req *api.St
 	window = max(min(max(window, snapshotChunkMin), snapshotWindowMax), chunk)
 	to := req.DeliverSubject
 
-	status := "204"
+	status = "204"
 	defer func() {
 		if err != nil && status == "204" {
-			status = "500 " + err.Error()
+			// A status line is one line.
+			status = "500 " + strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
 		}
-		a.acc.Publish(to, "", appendHeaderBlock(nil, status), nil)
 	}()
 
 	if !a.awaitInterest(ctx, to) {
-		status = "408 No Interest"
-		return errors.New("nobody listens on the deliver subject")
+		return "408 No Interest", errors.New("nobody listens on the deliver subject")
 	}
 
 	var id [8]byte
@@ -245,7 +250,7 @@ func (a *jsAccount) sendBackup(ctx context.Context, b *frozenBackup, req *api.St
 		}
 	})
 	if err != nil {
-		return err
+		return status, err
 	}
 	defer unsub()
 
@@ -274,15 +279,13 @@ func (a *jsAccount) sendBackup(ctx context.Context, b *frozenBackup, req *api.St
 			select {
 			case <-slots:
 			case <-ackWait.C:
-				status = "408 No Flow Response"
-				return errors.New("the receiver stopped acknowledging chunks")
+				return "408 No Flow Response", errors.New("the receiver stopped acknowledging chunks")
 			case <-ctx.Done():
-				return ctx.Err()
+				return status, ctx.Err()
 			}
 		}
 		if !a.acc.HasSubscriber(to) {
-			status = "408 No Interest"
-			return errors.New("the receiver went away")
+			return "408 No Interest", errors.New("the receiver went away")
 		}
 		size, rerr := io.ReadFull(pr, buf)
 		if size > 0 {
@@ -290,9 +293,9 @@ func (a *jsAccount) sendBackup(ctx context.Context, b *frozenBackup, req *api.St
 		}
 		switch {
 		case rerr == io.EOF || rerr == io.ErrUnexpectedEOF:
-			return nil
+			return status, nil
 		case rerr != nil:
-			return rerr
+			return status, rerr
 		}
 	}
 }
