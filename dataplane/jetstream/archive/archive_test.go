@@ -84,7 +84,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("stream record: %+v", st)
 	}
 	if len(msgs) != 3 || msgs[0].Seq != 1 || string(msgs[0].Data) != "one" || msgs[1].Header == nil ||
-		msgs[1].Data != nil && len(msgs[1].Data) != 0 || msgs[2].Seq != 4 || len(msgs[2].Data) != 5000 || msgs[2].Time != 400 {
+		len(msgs[1].Data) != 0 || msgs[2].Seq != 4 || len(msgs[2].Data) != 5000 || msgs[2].Time != 400 {
 		t.Errorf("messages: %+v", msgs)
 	}
 	if len(cons) != 1 || cons[0].Name != "C" || string(cons[0].State) != `{"dseq":2}` {
