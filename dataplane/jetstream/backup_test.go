@@ -223,3 +223,20 @@ func TestRestoreRefusesForgedArchives(t *testing.T) {
 		t.Fatalf("restore of a sound backup after the refusals: %+v", created)
 	}
 }
+
+// A memory stream backs up and restores as a file stream does (the nats
+// CLI refuses to ask, as for nats-server, but the API serves it).
+func TestBackupMemoryStream(t *testing.T) {
+	_, acc, _ := openEngine(t, vfs.NewMem())
+	cfg := api.StreamConfig{Name: "M", Subjects: []string{"m"}, Storage: api.MemoryStorage}
+	createStream(t, acc, cfg)
+	for i := 0; i < 3; i++ {
+		publish(t, acc, "m", nil, []byte{byte(i)})
+	}
+	arc := snapshotOf(t, acc, "M")
+	var del api.SuccessResponse
+	acc.apiCall(t, "$JS.API.STREAM.DELETE.M", nil, &del)
+	if created := restoreFrom(t, acc, cfg, arc); created.Error != nil || created.State.Msgs != 3 || created.Config.Storage != api.MemoryStorage {
+		t.Fatalf("restore of a memory stream: %+v", created)
+	}
+}
