@@ -27,6 +27,7 @@ import (
 // state, every message as stored (sequence, subject, header, data,
 // time), and its durable consumers' delivery state.
 type streamDump struct {
+	Config    string
 	State     jetstream.StreamState
 	Msgs      []string
 	Consumers map[string]string
@@ -41,7 +42,8 @@ func dumpStream(t testing.TB, js jetstream.JetStream, name string) streamDump {
 		t.Fatalf("stream %s: %v", name, err)
 	}
 	info := s.CachedInfo()
-	d := streamDump{State: info.State, Consumers: map[string]string{}}
+	cfg, _ := json.Marshal(info.Config)
+	d := streamDump{Config: string(cfg), State: info.State, Consumers: map[string]string{}}
 	d.State.Consumers = 0 // compared one by one below
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
 		m, err := s.GetMsg(ctx, seq)
@@ -74,6 +76,9 @@ func dumpStream(t testing.TB, js jetstream.JetStream, name string) streamDump {
 // wantSameDump fails on any difference between two dumps of a stream.
 func wantSameDump(t testing.TB, name string, before, after streamDump) {
 	t.Helper()
+	if before.Config != after.Config {
+		t.Errorf("%s config\nbefore %s\nafter  %s", name, before.Config, after.Config)
+	}
 	if !reflect.DeepEqual(before.State, after.State) {
 		t.Errorf("%s state\nbefore %+v\nafter  %+v", name, before.State, after.State)
 	}

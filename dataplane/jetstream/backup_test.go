@@ -240,3 +240,30 @@ func TestBackupMemoryStream(t *testing.T) {
 		t.Fatalf("restore of a memory stream: %+v", created)
 	}
 }
+
+// A restore holds to the account's storage limit as publishes do: one
+// that does not fit is refused, and what it wrote is given back, so the
+// account stores as much as before.
+func TestRestoreWithinAccountStorage(t *testing.T) {
+	e, _ := bareEngine(t, vfs.NewMem())
+	big := register(t, e, "BIG", untiered(func(*api.AccountLimits) {}))
+	small := register(t, e, "SMALL", untiered(func(l *api.AccountLimits) { l.MaxStore = 4000 }))
+	cfg := api.StreamConfig{Name: "B", Subjects: []string{"b"}}
+	createStream(t, big, cfg)
+	for i := 0; i < 10; i++ {
+		publish(t, big, "b", nil, bytes.Repeat([]byte{'x'}, 1000))
+	}
+	arc := snapshotOf(t, big, "B")
+	created := restoreFrom(t, small, cfg, arc)
+	if created.Error == nil || created.Error.ErrCode != 10002 && created.Error.ErrCode != 10047 {
+		t.Fatalf("a restore past the account's storage: %+v", created)
+	}
+	wantGone(t, e, small, "B")
+	// The whole limit is there for the next stream.
+	createStream(t, small, api.StreamConfig{Name: "S", Subjects: []string{"s"}})
+	for i := 0; i < 3; i++ {
+		if ack := publish(t, small, "s", nil, bytes.Repeat([]byte{'y'}, 1000)); ack.Error != nil {
+			t.Fatalf("publish %d after the refused restore: %v", i, ack.Error)
+		}
+	}
+}
