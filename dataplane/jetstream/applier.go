@@ -47,7 +47,7 @@ const (
 	propFastBatch
 	// propRestoreEnd ends a restore's messages: the stream's last
 	// sequence moves to the backup's (rst), past messages deleted at its
-	// end (restore.go).
+	// end, and its sources' progress is the backup's (api_restore.go).
 	propRestoreEnd
 )
 
@@ -68,7 +68,7 @@ type proposal struct {
 	src *sourcedMsg
 	// rst, on a propMsg, is the sequence and time a restored message
 	// comes back with; on a propRestoreEnd, the backup's last sequence
-	// and its time (restore.go).
+	// and its time (api_restore.go).
 	rst *restoredMsg
 	// propDelete; propInterestCheck: where to start
 	seq   uint64

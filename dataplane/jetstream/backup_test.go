@@ -267,3 +267,24 @@ func TestRestoreWithinAccountStorage(t *testing.T) {
 		}
 	}
 }
+
+// A stream that maps its subjects stores them mapped; restored, its
+// messages keep those subjects and are not mapped a second time.
+func TestRestoreKeepsMappedSubjects(t *testing.T) {
+	_, acc, _ := openEngine(t, vfs.NewMem())
+	cfg := api.StreamConfig{Name: "X", Subjects: []string{"x.>"},
+		SubjectTransform: &api.SubjectTransform{Source: "x.>", Destination: "x.y.>"}}
+	createStream(t, acc, cfg)
+	publish(t, acc, "x.a", nil, []byte("1"))
+	arc := snapshotOf(t, acc, "X")
+	var del api.SuccessResponse
+	acc.apiCall(t, "$JS.API.STREAM.DELETE.X", nil, &del)
+	if created := restoreFrom(t, acc, cfg, arc); created.Error != nil {
+		t.Fatal(created.Error)
+	}
+	var got api.MsgGetResponse
+	acc.apiCall(t, "$JS.API.STREAM.MSG.GET.X", api.MsgGetRequest{Seq: 1}, &got)
+	if got.Error != nil || got.Message == nil || got.Message.Subject != "x.y.a" {
+		t.Errorf("message 1 after the restore: %+v %+v", got.Error, got.Message)
+	}
+}

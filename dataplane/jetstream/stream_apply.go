@@ -146,7 +146,8 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 	if cfg.Sealed && p.rst == nil {
 		return result{err: api.NewStreamSealedError()}
 	}
-	if tr := s.mu.tr.input; tr != nil {
+	if tr := s.mu.tr.input; tr != nil && p.rst == nil {
+		// (A restored message's subject was mapped when first stored.)
 		if mapped, ok := tr.Apply(p.subject); ok {
 			p.subject = mapped
 		}
@@ -365,10 +366,9 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 		}
 	}
 	if cfg.Retention == api.InterestPolicy && !interested && p.rst == nil {
-		// (A restored message was kept for consumers the restore
-		// brings back after the messages.)
 		// Nobody is interested: the message is acknowledged (it has a
-		// sequence) but not kept.
+		// sequence) but not kept. A restored message was kept for
+		// consumers the restore brings back after the messages.
 		if err := s.removeLocked(seq, p.subject, size, ap); err != nil {
 			return result{err: err}
 		}
