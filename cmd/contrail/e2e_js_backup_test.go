@@ -558,6 +558,39 @@ func TestClusterBackupRestore(t *testing.T) {
 	}
 	runCLI(t, nodes[1].URL, "backup", "restore", "stream", filepath.Join(dir, "ORDERS"))
 	wantSameDump(t, "ORDERS restored again", before["ORDERS"], dumpStream(t, js, "ORDERS"))
+
+	// More restores than the nodes take at once (four per account on
+	// each): the refused ones, and then the opened ones ended empty,
+	// leave no stream in any node's catalog.
+	nc := connect(t, clusterURLs(nodes))
+	var opened []string
+	refused := 0
+	for i := 0; i < 15; i++ {
+		r := apiRequest(t, nc, fmt.Sprintf("$JS.API.STREAM.RESTORE.R%d", i),
+			fmt.Sprintf(`{"config":{"name":"R%d","subjects":["r%d"],"num_replicas":3}}`, i, i))
+		switch d, _ := r.doc["deliver_subject"].(string); {
+		case r.errCode() == 0 && d != "":
+			opened = append(opened, d)
+		case r.errCode() == 10062 && strings.Contains(r.errDesc(), "too many"):
+			refused++
+		default:
+			t.Fatalf("restore R%d: %s", i, r)
+		}
+	}
+	if refused < 3 {
+		t.Errorf("15 restores at once on three nodes: %d refused, want at least 3", refused)
+	}
+	for _, d := range opened {
+		if resp, err := nc.Request(d, nil, ioTimeout); err != nil || !strings.Contains(string(resp.Data), "10062") {
+			t.Errorf("an empty restore's end: %v", err)
+		}
+	}
+	for _, cn := range nodes {
+		_, njs := clusterJS(t, cn.URL)
+		waitFor(t, clusterTimeout(), "refused and failed restores to leave "+cn.ID+"'s catalog", func() bool {
+			return len(streamNames(t, njs)) == 2
+		})
+	}
 }
 
 // A stream whose older messages moved to the object store backs up

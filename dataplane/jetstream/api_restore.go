@@ -77,14 +77,25 @@ func (a *jsAccount) streamRestore(req apiRequest, name string) any {
 	if a.lookup(name) != nil {
 		return restoreFail(api.NewStreamNameExistRestoreFailedError())
 	}
+	// On a cluster the catalog has placed the stream already (metaServe):
+	// a refusal that leaves no stream of its id here has it forgotten
+	// again, or the catalog would list a stream nobody holds. One whose
+	// name is taken (10130) leaves the catalog alone: the stream there
+	// is real (made by a create, or by this very restore, run again).
+	refuse := func(aerr *api.Error) any {
+		if req.asg != nil && aerr.ErrCode != api.NewStreamNameExistRestoreFailedError().ErrCode {
+			a.abandonCatalog(name, req.asg.ID)
+		}
+		return restoreFail(aerr)
+	}
 	release, err := a.e.xfer.begin(a)
 	if err != nil {
-		return restoreFail(api.NewStreamRestoreError(err))
+		return refuse(api.NewStreamRestoreError(err))
 	}
 	s, aerr := a.reserveRestore(cfg, req.asg)
 	if aerr != nil {
 		release()
-		return restoreFail(aerr)
+		return refuse(aerr)
 	}
 	rs := newRestore(a, s, release)
 	unsub, err := a.acc.SubscribeInternal(rs.subject, rs.onChunk)
@@ -490,7 +501,7 @@ func (rs *restore) abandon(cause error) {
 	a.e.untrack(s)
 	a.create.Unlock()
 	if a.e.cl != nil {
-		a.abandonCatalog(s)
+		a.abandonCatalog(s.name(), s.id)
 	}
 }
 
@@ -500,12 +511,13 @@ func (rs *restore) abandon(cause error) {
 // stream made again since under the same name.
 const hdrAbandon = "Contrail-Restore-Abandon"
 
-// abandonCatalog has the meta leader forget the stream a failed restore
-// made on a cluster, through the stream delete path every node runs: the
-// catalog assigned it before its node began filling it.
-func (a *jsAccount) abandonCatalog(s *stream) {
-	hdr := appendHeaderBlock(nil, "", hdrAbandon, strconv.FormatUint(s.id, 10))
-	a.acc.Publish("$JS.API.STREAM.DELETE."+s.name(), "", hdr, nil)
+// abandonCatalog has the meta leader forget stream id, which a failed
+// restore made (or was to make) on a cluster, through the stream delete
+// path every node runs: the catalog assigned it before its node began
+// filling it.
+func (a *jsAccount) abandonCatalog(name string, id uint64) {
+	hdr := appendHeaderBlock(nil, "", hdrAbandon, strconv.FormatUint(id, 10))
+	a.acc.Publish("$JS.API.STREAM.DELETE."+name, "", hdr, nil)
 }
 
 // abandonedIs reports whether a stream delete may delete have: any
