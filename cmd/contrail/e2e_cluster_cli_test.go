@@ -326,16 +326,25 @@ func TestClusterCLIServer(t *testing.T) {
 	for i := range 5 {
 		publishAcked(t, js, "orders.new", fmt.Sprintf("o%d", i))
 	}
-	// Every node counts the replica it holds in /jsz, leader or not, as
-	// nats-server does (a follower's within a second).
+	for _, name := range []string{"J1", "J2"} {
+		waitFor(t, clusterTimeout(), "consumer "+name, func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, err := js.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy})
+			return err == nil
+		})
+	}
+	// Every node counts the replica it holds in /jsz, leader or not, its
+	// consumers too, as nats-server does (a follower's within a second).
 	for _, cn := range nodes {
 		waitFor(t, 10*time.Second, cn.ID+"'s /jsz counting its replica of ORDERS", func() bool {
 			var j struct {
-				Streams  int    `json:"streams"`
-				Messages uint64 `json:"messages"`
-				Storage  uint64 `json:"storage"`
+				Streams   int    `json:"streams"`
+				Consumers int    `json:"consumers"`
+				Messages  uint64 `json:"messages"`
+				Storage   uint64 `json:"storage"`
 			}
-			return fetchJSON(cn.MonURL+"/jsz", &j) == nil && j.Streams == 1 && j.Messages == 5 && j.Storage > 0
+			return fetchJSON(cn.MonURL+"/jsz", &j) == nil && j.Streams == 1 && j.Consumers == 2 && j.Messages == 5 && j.Storage > 0
 		})
 	}
 	url := nodes[0].URL

@@ -53,6 +53,7 @@ type partUsage struct {
 // summaries in this node's store.
 type replicaCount struct {
 	streams       int
+	consumers     int
 	msgs          uint64
 	memory, bytes uint64 // bytes: every stream's; memory: those of memory streams
 }
@@ -105,6 +106,7 @@ func (c *clusterState) followed() replicaCount {
 		}
 		if rc := u.counted.Load(); rc != nil {
 			out.streams += rc.streams
+			out.consumers += rc.consumers
 			out.msgs += rc.msgs
 			out.memory += rc.memory
 			out.bytes += rc.bytes
@@ -142,12 +144,19 @@ func (c *clusterState) recount(g uint16, u *partUsage) {
 }
 
 // countPartition reads what partition g's streams hold from their state
-// summaries: one scan of the partition's catalog range.
+// summaries (one scan of the partition's catalog range) and counts each
+// stream's consumers by their records' keys.
 func (c *clusterState) countPartition(g uint16) (*replicaCount, error) {
 	lo, hi := uint64(g)<<partitionShift, uint64(g+1)<<partitionShift
 	rc := &replicaCount{}
-	err := c.e.opts.Store.StreamsIn(lo, hi, func(info store.StreamInfo) error {
+	st := c.e.opts.Store
+	err := st.StreamsIn(lo, hi, func(info store.StreamInfo) error {
+		n, err := st.ConsumerCount(info.ID)
+		if err != nil {
+			return err
+		}
 		rc.streams++
+		rc.consumers += n
 		rc.msgs += info.State.Msgs
 		rc.bytes += info.State.Bytes
 		if a := c.catalog.byIDOf(info.ID); a != nil && a.Config != nil && a.Config.Storage == api.MemoryStorage {

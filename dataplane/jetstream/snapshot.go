@@ -85,6 +85,7 @@ func (e *Engine) Snapshot() Snapshot {
 		// disk too (the accounts above hold the ones it leads).
 		f := c.followed()
 		snap.Streams += f.streams
+		snap.Consumers += f.consumers
 		snap.Messages += f.msgs
 		snap.Bytes += f.bytes
 		snap.Memory += f.memory

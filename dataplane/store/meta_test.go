@@ -175,3 +175,26 @@ func TestDedup(t *testing.T) {
 		}
 	})
 }
+
+// ConsumerCount counts each consumer once, its config and state records
+// together, and only the stream's own: names that end in the bytes a
+// state key ends in, a consumer with no state yet, and a neighbouring
+// stream's consumers are each counted right.
+func TestConsumerCount(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, h *harness) {
+		h.apply(func(b *Batch) {
+			for _, name := range []string{"A", "B\x02", "C\x00"} {
+				b.PutConsumer(7, name, []byte("{}"))
+				b.PutConsumerState(7, name, []byte{1})
+			}
+			b.PutConsumer(7, "D", []byte("{}"))
+			b.PutConsumer(8, "E", []byte("{}"))
+			b.PutConsumerState(8, "E", []byte{1})
+		})
+		for id, want := range map[uint64]int{6: 0, 7: 4, 8: 1} {
+			if n, err := h.s.ConsumerCount(id); err != nil || n != want {
+				t.Errorf("stream %d: %d consumers, %v; want %d", id, n, err, want)
+			}
+		}
+	})
+}

@@ -120,6 +120,28 @@ func (s *Store) Consumers(stream uint64, fn func(ConsumerRecord) error) error {
 	return consumers(s.eng, stream, lo, prefixEnd(bytes.Clone(lo)), fn)
 }
 
+// ConsumerCount counts the stream's consumers by their config records'
+// keys, decoding nothing: a node's monitoring counts the consumers of
+// the replicas it holds without loading their streams.
+func (s *Store) ConsumerCount(stream uint64) (int, error) {
+	if err := s.life.acquire(); err != nil {
+		return 0, err
+	}
+	defer s.life.release()
+	lo := dataPrefix(nil, stream, kindConsumer)
+	n := 0
+	err := s.eng.scan(lo, prefixEnd(bytes.Clone(lo)), false, func(k, _ []byte) (bool, error) {
+		if k[len(k)-1] == consumerConfig {
+			n++
+		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: count consumers of stream %d: %w", stream, err)
+	}
+	return n, nil
+}
+
 // LoadConsumer returns one consumer's records.
 func (s *Store) LoadConsumer(stream uint64, name string) (ConsumerRecord, error) {
 	if err := s.life.acquire(); err != nil {
