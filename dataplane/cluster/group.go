@@ -531,8 +531,7 @@ func (g *Group) beginTransfer() (end func(), err error) {
 	defer wait.Stop()
 	for {
 		g.mu.Lock()
-		running := g.mu.transfer
-		if running == nil {
+		if g.mu.transfer == nil {
 			mine := make(chan struct{})
 			g.mu.transfer = mine
 			g.mu.Unlock()
@@ -544,12 +543,8 @@ func (g *Group) beginTransfer() (end func(), err error) {
 			}, nil
 		}
 		g.mu.Unlock()
-		select {
-		case <-running:
-		case <-wait.C:
-			return nil, fmt.Errorf("group %d: %w", g.id, raft.ErrLeadershipTransferInProgress)
-		case <-g.n.closing:
-			return nil, ErrClosed
+		if err := g.waitTransfer(wait.C); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -557,21 +552,28 @@ func (g *Group) beginTransfer() (end func(), err error) {
 // awaitTransfer waits, at most timeout, until no leadership transfer
 // runs on this node for the group, and reports whether none does.
 func (g *Group) awaitTransfer(timeout time.Duration) bool {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	return g.waitTransfer(t.C) == nil
+}
+
+// waitTransfer waits until the leadership transfer running on this node
+// for the group, if any, has ended: nil then, an error if expired fires
+// or the node closes first. Another transfer may have begun since.
+func (g *Group) waitTransfer(expired <-chan time.Time) error {
 	g.mu.Lock()
 	running := g.mu.transfer
 	g.mu.Unlock()
 	if running == nil {
-		return true
+		return nil
 	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
 	select {
 	case <-running:
-		return true
-	case <-t.C:
-		return false
+		return nil
+	case <-expired:
+		return fmt.Errorf("group %d: %w", g.id, raft.ErrLeadershipTransferInProgress)
 	case <-g.n.closing:
-		return false
+		return ErrClosed
 	}
 }
 
