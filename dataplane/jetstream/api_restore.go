@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -235,14 +236,29 @@ func (rs *restore) outcome() error {
 // answer answers a chunk: empty when it was taken, the create response's
 // error shape when the restore failed.
 func (rs *restore) answer(reply string, err error) {
+	if err == nil {
+		rs.send(reply, nil)
+		return
+	}
+	rs.send(reply, streamErr(api.TypeStreamCreateResponse, api.Prefer(err, api.NewStreamRestoreError(err))))
+}
+
+// send publishes v (nil: an empty message) to a chunk's reply subject.
+// Chunk answers are not API requests' answers: the API stats count the
+// STREAM.RESTORE request once, as nats-server's do.
+func (rs *restore) send(reply string, v any) {
 	if reply == "" {
 		return
 	}
-	if err == nil {
-		rs.a.acc.Publish(reply, "", nil, nil)
-		return
+	var b []byte
+	if v != nil {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			rs.a.e.log.Error("jetstream restore answer", "err", err)
+			return
+		}
 	}
-	rs.a.reply(reply, streamErr(api.TypeStreamCreateResponse, api.Prefer(err, api.NewStreamRestoreError(err))))
+	rs.a.acc.Publish(reply, "", nil, b)
 }
 
 // run reads the backup, fills the stream and attaches it, then answers
@@ -298,7 +314,7 @@ func (rs *restore) run(ctx context.Context) {
 		a.e.log.Warn("jetstream stream restore failed", "account", a.acc.Name(), "stream", name, "err", err)
 		return
 	}
-	a.reply(cr.final, resp)
+	rs.send(cr.final, resp)
 	a.e.log.Info("jetstream stream restored", "account", a.acc.Name(), "stream", name,
 		"bytes", cr.total, "took", time.Since(start).Round(time.Millisecond))
 }
