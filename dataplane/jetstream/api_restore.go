@@ -39,10 +39,24 @@ const (
 	restoreInflightBytes = 8 << 20
 )
 
-// errRestoreOrder is a restored message at or below the stream's last
-// sequence: the backup is not in order, or the stream took a message
-// that did not come from it.
-var errRestoreOrder = errors.New("restored message out of order")
+// errSeqOrder is a message that keeps its origin's sequence
+// (proposal.keptOrigin) at or below the stream's last sequence: a backup
+// not in order, or a stream that took a message that did not come from
+// its origin.
+var errSeqOrder = errors.New("message out of sequence order")
+
+// keptOrigin is the sequence and time a message keeps from where it
+// came, a mirror's origin or a restored backup; kept is false for one
+// the stream numbers and stamps itself.
+func (p *proposal) keptOrigin() (seq uint64, ts int64, kept bool) {
+	switch {
+	case p.rst != nil:
+		return p.rst.seq, p.rst.ts, true
+	case p.src != nil && p.src.mirror:
+		return p.src.oseq, p.src.ts, true
+	}
+	return 0, 0, false
+}
 
 // restoredMsg is the sequence and time a restored message comes back
 // with (proposal.rst); on the end of a restore, the backup's last
@@ -68,9 +82,6 @@ type restoredMsg struct {
 // A restore that fails removes everything it wrote, in one committed
 // removal, as a stream delete does.
 func (a *jsAccount) streamRestore(req apiRequest, name string) any {
-	if len(bytes.TrimSpace(req.body)) == 0 {
-		return restoreFail(api.NewBadRequestError())
-	}
 	cfg, aerr := a.restoreConfig(req.body, name)
 	if aerr != nil {
 		return restoreFail(aerr)
@@ -84,7 +95,7 @@ func (a *jsAccount) streamRestore(req apiRequest, name string) any {
 	// name is taken (10130) leaves the catalog alone: the stream there
 	// is real (made by a create, or by this very restore, run again).
 	refuse := func(aerr *api.Error) any {
-		if req.asg != nil && aerr.ErrCode != api.NewStreamNameExistRestoreFailedError().ErrCode {
+		if req.asg != nil && aerr.ErrCode != api.CodeStreamNameExistRestoreFailed {
 			a.abandonCatalog(name, req.asg.ID)
 		}
 		return restoreFail(aerr)
@@ -115,8 +126,12 @@ func (a *jsAccount) streamRestore(req apiRequest, name string) any {
 
 // restoreConfig decodes and checks a restore request's config, as a
 // create's (checkStreamConfig): the name in the subject rules, and a
-// config without one takes it.
+// config without one takes it. An empty request is a bad one (10003),
+// as on nats-server.
 func (a *jsAccount) restoreConfig(body []byte, name string) (*api.StreamConfig, *api.Error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, api.NewBadRequestError()
+	}
 	var rreq api.StreamRestoreRequest
 	if err := api.DecodeRequest(body, &rreq); err != nil {
 		return nil, api.NewInvalidJSONError(err)
@@ -136,7 +151,7 @@ func (a *jsAccount) reserveRestore(cfg *api.StreamConfig, asg *assignment) (*str
 	s, fresh, wait, aerr := a.reserveStream(cfg, asg)
 	switch {
 	case aerr != nil:
-		if aerr.ErrCode == api.NewStreamNameInUseError().ErrCode {
+		if aerr.ErrCode == api.CodeStreamNameInUse {
 			return nil, api.NewStreamNameExistRestoreFailedError()
 		}
 		return nil, aerr
@@ -298,14 +313,13 @@ func (rs *restore) run(ctx context.Context) {
 	if cr.cur.reply != "" {
 		rs.answer(cr.cur.reply, err)
 	}
-	for {
+	for drained := false; !drained; {
 		select {
 		case c := <-rs.chunks:
 			rs.answer(c.reply, err)
-			continue
 		default:
+			drained = true
 		}
-		break
 	}
 	if err != nil {
 		if cr.final != "" {
@@ -349,7 +363,10 @@ func (rs *restore) fill(ctx context.Context, cr *chunkReader) error {
 			return r.err
 		}
 	}
+	// Nothing returns with messages still in flight: their outcomes
+	// are part of the restore's.
 	fl := newInflight()
+	defer fl.wait()
 	var cons []*archive.Consumer
 	for {
 		rec, err := ar.Next()
@@ -357,17 +374,14 @@ func (rs *restore) fill(ctx context.Context, cr *chunkReader) error {
 			break
 		}
 		if err != nil {
-			fl.wait()
 			return err
 		}
 		switch v := rec.(type) {
 		case *archive.Msg:
 			if err := rs.outcome(); err != nil {
-				fl.wait()
 				return err
 			}
 			if err := checkRestored(v, hdr.State.LastSeq); err != nil {
-				fl.wait()
 				return err
 			}
 			p := &proposal{s: s, acct: a, kind: propMsg, subject: v.Subject, hdr: bytes.Clone(v.Header),
@@ -390,7 +404,6 @@ func (rs *restore) fill(ctx context.Context, cr *chunkReader) error {
 			cons = append(cons, v)
 		}
 		if ctx.Err() != nil {
-			fl.wait()
 			return ctx.Err()
 		}
 	}

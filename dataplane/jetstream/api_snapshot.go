@@ -21,9 +21,12 @@ import (
 )
 
 func init() {
-	apiRoutes["STREAM.SNAPSHOT"] = apiRoute{(*jsAccount).streamSnapshot, func(err *api.Error) any {
-		return &api.StreamSnapshotResponse{Response: api.Response{Type: api.TypeStreamSnapshotResponse, Error: err}}
-	}}
+	apiRoutes["STREAM.SNAPSHOT"] = apiRoute{(*jsAccount).streamSnapshot, snapshotFail}
+}
+
+// snapshotFail is STREAM.SNAPSHOT's error reply.
+func snapshotFail(err *api.Error) any {
+	return &api.StreamSnapshotResponse{Response: api.Response{Type: api.TypeStreamSnapshotResponse, Error: err}}
 }
 
 // A backup's chunking, as nats-server's: chunk and window sizes are
@@ -53,31 +56,28 @@ var (
 // the stream changes while the chunks go out. Consumers are copied as
 // they stand at the same moment.
 func (a *jsAccount) streamSnapshot(req apiRequest, name string) any {
-	fail := func(err *api.Error) any {
-		return &api.StreamSnapshotResponse{Response: api.Response{Type: api.TypeStreamSnapshotResponse, Error: err}}
-	}
 	if len(bytes.TrimSpace(req.body)) == 0 {
-		return fail(api.NewBadRequestError())
+		return snapshotFail(api.NewBadRequestError())
 	}
 	s := a.lookup(name)
 	if s == nil {
-		return fail(api.NewStreamNotFoundError())
+		return snapshotFail(api.NewStreamNotFoundError())
 	}
 	var sreq api.StreamSnapshotRequest
 	if err := api.DecodeRequest(req.body, &sreq); err != nil {
-		return fail(api.NewInvalidJSONError(err))
+		return snapshotFail(api.NewInvalidJSONError(err))
 	}
 	if !subject.ValidLiteralString(sreq.DeliverSubject) {
-		return fail(api.NewSnapshotDeliverSubjectInvalidError())
+		return snapshotFail(api.NewSnapshotDeliverSubjectInvalidError())
 	}
 	release, err := a.e.xfer.begin(a)
 	if err != nil {
-		return fail(api.NewStreamSnapshotError(err))
+		return snapshotFail(api.NewStreamSnapshotError(err))
 	}
 	b, err := s.frozenBackup(!sreq.NoConsumers)
 	if err != nil {
 		release()
-		return fail(api.NewStreamSnapshotError(err))
+		return snapshotFail(api.NewStreamSnapshotError(err))
 	}
 	cfg := s.config().WithServerMetadata(a.e.opts.ServerVersion, apiLevel)
 	st := stateOf(b.state)
@@ -116,23 +116,26 @@ type frozenBackup struct {
 }
 
 // frozenBackup freezes s for a backup; the caller closes it.
-func (s *stream) frozenBackup(consumers bool) (*frozenBackup, error) {
+func (s *stream) frozenBackup(consumers bool) (_ *frozenBackup, err error) {
 	v, err := s.ap.st.View()
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			v.Close()
+		}
+	}()
 	st, err := v.StreamState(s.id)
 	if errors.Is(err, store.ErrNotFound) {
 		// No message committed yet.
 		st, err = store.StreamState{}, nil
 	}
 	if err != nil {
-		v.Close()
 		return nil, err
 	}
 	cfg, err := json.Marshal(s.config())
 	if err != nil {
-		v.Close()
 		return nil, err
 	}
 	b := &frozenBackup{s: s, view: v, state: st, cfg: cfg, created: s.created}
@@ -141,7 +144,6 @@ func (s *stream) frozenBackup(consumers bool) (*frozenBackup, error) {
 		return nil
 	})
 	if err != nil {
-		v.Close()
 		return nil, err
 	}
 	if consumers {
@@ -158,7 +160,6 @@ func (s *stream) frozenBackup(consumers bool) (*frozenBackup, error) {
 			}
 			raw, err := json.Marshal(ccfg)
 			if err != nil {
-				v.Close()
 				return nil, err
 			}
 			b.cons = append(b.cons, &archive.Consumer{Name: c.name, Config: raw, Created: c.created, State: c.encodeState()})

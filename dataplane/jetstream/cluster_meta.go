@@ -673,18 +673,11 @@ func (a *jsAccount) metaServe(req apiRequest, op, name string) {
 			a.reply(req.reply, streamErr(typ, aerr))
 			return
 		}
-		id, owner := c.catalog.place(cfg.Replicas, c.r.Partitions(), c.r.Peers(),
-			func(g uint16) bool { return c.r.Group(g).Leader() != "" })
-		ent.Op = metaCreate
-		ent.Asg = &assignment{Account: acct, Name: name, ID: id, Owner: owner, Config: cfg, Created: a.e.opts.Now().UTC()}
+		ent.Op, ent.Asg = metaCreate, c.placeNew(a, name, cfg)
 	case "STREAM.RESTORE":
 		// Placed as a create; the node that holds the new stream fills
 		// it from the client's chunks (api_restore.go), and removes it
 		// from the catalog again if that fails (abandonCatalog).
-		if len(bytes.TrimSpace(req.body)) == 0 {
-			a.reply(req.reply, restoreFail(api.NewBadRequestError()))
-			return
-		}
 		cfg, aerr := a.restoreConfig(req.body, name)
 		if aerr == nil && have != nil {
 			aerr = api.NewStreamNameExistRestoreFailedError()
@@ -696,10 +689,7 @@ func (a *jsAccount) metaServe(req apiRequest, op, name string) {
 			a.reply(req.reply, restoreFail(aerr))
 			return
 		}
-		id, owner := c.catalog.place(cfg.Replicas, c.r.Partitions(), c.r.Peers(),
-			func(g uint16) bool { return c.r.Group(g).Leader() != "" })
-		ent.Op = metaCreate
-		ent.Asg = &assignment{Account: acct, Name: name, ID: id, Owner: owner, Config: cfg, Created: a.e.opts.Now().UTC()}
+		ent.Op, ent.Asg = metaCreate, c.placeNew(a, name, cfg)
 	case "STREAM.UPDATE":
 		const typ = api.TypeStreamUpdateResponse
 		if have == nil {
@@ -748,6 +738,14 @@ func (a *jsAccount) metaServe(req apiRequest, op, name string) {
 			a.reply(req.reply, streamErr(typ, errNotAppended))
 		}
 	}
+}
+
+// placeNew assigns a new stream of a's, cfg, an id (and with it a
+// partition, or an owner for one replica) among the cluster's nodes.
+func (c *clusterState) placeNew(a *jsAccount, name string, cfg *api.StreamConfig) *assignment {
+	id, owner := c.catalog.place(cfg.Replicas, c.r.Partitions(), c.r.Peers(),
+		func(g uint16) bool { return c.r.Group(g).Leader() != "" })
+	return &assignment{Account: a.acc.Name(), Name: name, ID: id, Owner: owner, Config: cfg, Created: a.e.opts.Now().UTC()}
 }
 
 // metaReplyTypes are the reply types of the meta operations.

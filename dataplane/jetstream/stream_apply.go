@@ -287,23 +287,18 @@ func (s *stream) storeMsgLocked(p *proposal, ap *applier) result {
 	}
 
 	seq := s.mu.state.LastSeq + 1
-	if p.rst != nil {
-		// A restored message keeps its sequence and time; the
-		// sequences the backup skips were deleted before it was taken.
-		if p.rst.seq < seq {
-			return result{err: fmt.Errorf("restored message %d: %w (stream at %d)", p.rst.seq, errRestoreOrder, seq-1)}
+	if oseq, ots, kept := p.keptOrigin(); kept {
+		// A mirrored or restored message keeps its origin's sequence
+		// and time; what the origin no longer held between two messages
+		// is a gap here too. (A mirror's older ones were dropped as
+		// covered, storeSourcedLocked.)
+		if oseq < seq {
+			return result{err: fmt.Errorf("message %d: %w (stream at %d)", oseq, errSeqOrder, seq-1)}
 		}
-		if p.rst.seq > seq && s.mu.state.Msgs > 0 {
-			s.mu.state.Deleted += p.rst.seq - seq
+		if oseq > seq && s.mu.state.Msgs > 0 {
+			s.mu.state.Deleted += oseq - seq
 		}
-		seq, now = p.rst.seq, p.rst.ts
-	} else if p.src != nil && p.src.mirror {
-		// A mirror keeps the origin's sequences and times; what the
-		// origin no longer holds between two messages is a gap here too.
-		if p.src.oseq > seq && s.mu.state.Msgs > 0 {
-			s.mu.state.Deleted += p.src.oseq - seq
-		}
-		seq, now = p.src.oseq, p.src.ts
+		seq, now = oseq, ots
 	}
 	m := store.Message{Seq: seq, Subject: p.subject, Header: p.hdr, Data: p.data, Time: now, TTL: ttl}
 	ap.batch.PutMsg(s.id, &m)
