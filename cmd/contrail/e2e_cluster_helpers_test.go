@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -15,6 +17,70 @@ type clusterNode struct {
 	ClusterAddr string // --cluster-addr
 	args        []string
 	secret      string // the cluster secret it is started with
+	timeline    *clusterTimeline
+}
+
+// clusterTimeline collects the processes a cluster test ran, so that a
+// failed test prints, ahead of each process's output, one timeline of
+// the cluster's leadership events: a CI log shows the beginning of a
+// failure's output, and a cluster failure is most often explained by
+// who led what when.
+type clusterTimeline struct {
+	mu    sync.Mutex
+	procs []*proc
+	once  sync.Once
+}
+
+// timelineLines is how many events a failed test's timeline prints.
+const timelineLines = 60
+
+// timelineMarks pick a node's log lines that tell who led what, and what
+// failed: raft state changes, partitions taken and released, hand-overs,
+// barriers, and errors.
+var timelineMarks = []string{
+	"entering leader state", "entering candidate state", "led here", "no longer led",
+	"barrier failed", "hand-over", "transfer", "level=ERROR", "stepping down", "rejoining",
+	"jetstream ready", "test sent",
+}
+
+// timelineNoise are raft's errors for a peer that is down, repeated at
+// every retry: they would crowd out the events around them.
+var timelineNoise = []string{"failed to heartbeat to", "failed to appendEntries to", "failed to make requestVote RPC"}
+
+func (tl *clusterTimeline) add(p *proc) {
+	tl.mu.Lock()
+	tl.procs = append(tl.procs, p)
+	tl.mu.Unlock()
+}
+
+// print logs the last timelineLines events of every process, in time
+// order, each line prefixed with its node. Lines are slog's text form,
+// which begin with the time, so they sort as strings.
+func (tl *clusterTimeline) print(t testing.TB) {
+	tl.mu.Lock()
+	procs := slices.Clone(tl.procs)
+	tl.mu.Unlock()
+	var lines []string
+	for _, p := range procs {
+		for _, line := range strings.Split(p.out.String()+p.sent.String(), "\n") {
+			if !strings.HasPrefix(line, "time=") || slices.ContainsFunc(timelineNoise, func(n string) bool { return strings.Contains(line, n) }) {
+				continue
+			}
+			for _, m := range timelineMarks {
+				if strings.Contains(line, m) {
+					// Sort by time, print the node first.
+					ts, rest, _ := strings.Cut(line, " ")
+					lines = append(lines, ts+" "+p.name+" "+rest)
+					break
+				}
+			}
+		}
+	}
+	slices.Sort(lines)
+	if len(lines) > timelineLines {
+		lines = lines[len(lines)-timelineLines:]
+	}
+	t.Logf("cluster timeline (last %d leadership events):\n%s", timelineLines, strings.Join(lines, "\n"))
 }
 
 // clusterTestSecret is the cluster secret of the tests' clusters: every
@@ -46,9 +112,10 @@ type clusterOpts struct {
 func startCluster(t testing.TB, n int, o clusterOpts) []*clusterNode {
 	t.Helper()
 	nodes := make([]*clusterNode, n)
+	tl := &clusterTimeline{}
 	for i := range nodes {
 		dir := t.TempDir()
-		cn := &clusterNode{ID: fmt.Sprintf("n%d", i+1), ClusterAddr: freeAddr(t), secret: clusterTestSecret}
+		cn := &clusterNode{ID: fmt.Sprintf("n%d", i+1), ClusterAddr: freeAddr(t), secret: clusterTestSecret, timeline: tl}
 		if o.secret != nil {
 			cn.secret = o.secret(i)
 		}
@@ -106,6 +173,16 @@ func (cn *clusterNode) launch(t testing.TB) {
 	p.cleanExit = true
 	cn.proc = p
 	t.Cleanup(p.stop)
+	if tl := cn.timeline; tl != nil {
+		tl.add(p)
+		// Runs before the stops registered earlier: the newest launch's
+		// prints, once, ahead of every process's output.
+		t.Cleanup(func() {
+			if t.Failed() {
+				tl.once.Do(func() { tl.print(t) })
+			}
+		})
+	}
 }
 
 // waitHealthy waits until the node's /healthz answers 200.

@@ -50,6 +50,9 @@ type proc struct {
 	// cleanExit makes stop require exit status 0 after SIGTERM (contrail
 	// promises it; the reference server is not under test).
 	cleanExit bool
+	// sent records the signals the test sent, as log lines of the
+	// process's form, for a failed cluster test's timeline.
+	sent syncBuffer
 }
 
 // syncBuffer is a bytes.Buffer safe for the exec copier and readers.
@@ -110,6 +113,7 @@ func (p *proc) running() bool {
 func (p *proc) signal(sig os.Signal) {
 	p.t.Helper()
 	p.signaled.Store(true)
+	fmt.Fprintf(&p.sent, "time=%s level=TEST msg=\"test sent %v\"\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), sig)
 	if err := p.cmd.Process.Signal(sig); err != nil && p.running() {
 		p.t.Fatalf("%s: signal %v: %v", p.name, sig, err)
 	}
