@@ -458,7 +458,7 @@ func (a *jsAccount) reserveStream(cfg *api.StreamConfig, asg *assignment) (s *st
 		return s, false, nil, nil
 	}
 	a.mu.Lock()
-	wait = a.mu.streams.pending[cfg.Name]
+	wait = a.mu.streams.pending[cfg.Name].done
 	a.mu.Unlock()
 	if wait != nil {
 		return nil, false, wait, nil

@@ -86,6 +86,18 @@ func (a *jsAccount) streamRestore(req apiRequest, name string) any {
 	if aerr != nil {
 		return restoreFail(aerr)
 	}
+	if req.asg != nil {
+		a.mu.Lock()
+		again := a.mu.streams.holds(name, req.asg.ID)
+		a.mu.Unlock()
+		if again {
+			// The same request served a second time (a partition's
+			// hand-over runs both the meta entries it kept and the
+			// requests it deferred): the first serve answers it, and a
+			// 10130 from here could reach the client first.
+			return nil
+		}
+	}
 	if a.lookup(name) != nil {
 		return restoreFail(api.NewStreamNameExistRestoreFailedError())
 	}
@@ -95,8 +107,11 @@ func (a *jsAccount) streamRestore(req apiRequest, name string) any {
 	// name is taken (10130) leaves the catalog alone: the stream there
 	// is real (made by a create, or by this very restore, run again).
 	refuse := func(aerr *api.Error) any {
-		if req.asg != nil && aerr.ErrCode != api.CodeStreamNameExistRestoreFailed {
-			a.abandonCatalog(name, req.asg.ID)
+		// Nor one whose create never reached the log, or may have: the
+		// partition's next leader runs the request again (keepEntry), or
+		// finds the stream it began and has it forgotten (take).
+		if req.asg != nil && aerr.ErrCode != api.CodeStreamNameExistRestoreFailed && !isNotAppended(aerr) && !isFateUnknown(aerr) {
+			a.e.cl.forgetRestore(a.acc.Name(), name, req.asg.ID)
 		}
 		return restoreFail(aerr)
 	}
@@ -159,6 +174,9 @@ func (a *jsAccount) reserveRestore(cfg *api.StreamConfig, asg *assignment) (*str
 		// Being created or restored, or made meanwhile.
 		return nil, api.NewStreamNameExistRestoreFailedError()
 	}
+	s.mu.Lock()
+	s.mu.restoring = true // in the record the create writes
+	s.mu.Unlock()
 	if r := s.ap.apply(&proposal{s: s, acct: a, kind: propCreate}); r.err != nil {
 		return nil, a.finishCreate(s, r)
 	}
@@ -500,6 +518,9 @@ func (rs *restore) consumer(ac *archive.Consumer) (*consumer, error) {
 // returns the create response the client gets.
 func (rs *restore) finish() (any, error) {
 	s, a := rs.s, rs.a
+	if r := s.ap.apply(&proposal{s: s, acct: a, kind: propRestoreDone}); r.err != nil {
+		return nil, r.err
+	}
 	if aerr := a.finishCreate(s, result{}); aerr != nil {
 		return nil, aerr
 	}
@@ -530,8 +551,86 @@ func (rs *restore) abandon(cause error) {
 	a.e.untrack(s)
 	a.create.Unlock()
 	if a.e.cl != nil {
-		a.abandonCatalog(s.name(), s.id)
+		a.e.cl.forgetRestore(a.acc.Name(), s.name(), s.id)
 	}
+}
+
+// splitUnfinished separates, from streams just read from a store, those
+// a restore left half filled (restoring): a kill, or the partition's
+// leadership moving, ended the restore that made them, and its client
+// was told it failed or heard nothing. Loaded, such a stream would pass
+// for the stream the backup held.
+func splitUnfinished(streams []*stream) (kept, unfinished []*stream) {
+	kept = streams[:0:0]
+	for _, s := range streams {
+		s.mu.Lock()
+		restoring := s.mu.restoring
+		s.mu.Unlock()
+		if restoring {
+			unfinished = append(unfinished, s)
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	return kept, unfinished
+}
+
+// dropUnfinished removes streams a restore left half filled
+// (splitUnfinished), each in one committed removal through its applier,
+// which must run, as a failed restore removes its own. On a cluster the
+// catalog forgets them too (forgetRestore), once the cluster runs.
+func (e *Engine) dropUnfinished(streams []*stream) {
+	for _, s := range streams {
+		name := s.config().Name
+		r := s.ap.apply(&proposal{s: s, kind: propRemove})
+		e.log.Warn("jetstream: removed a stream whose restore did not finish", "account", s.account, "stream", name, "id", s.id, "err", r.err)
+		if e.cl != nil {
+			e.cl.forgetRestore(s.account, name, s.id)
+		}
+	}
+}
+
+// forgetRetry is how often forgetRestore asks again.
+const forgetRetry = time.Second
+
+// forgetRestore has the catalog forget stream id, which a restore made
+// and never finished, and asks again (abandonCatalog) until the catalog
+// here has applied its create and no longer lists it: the stream's node
+// may drop it before a meta leader is known or its account is registered
+// here, and a delete sent then is lost. Before the cluster starts (StartCluster) it is only
+// noted; StartCluster asks.
+func (c *clusterState) forgetRestore(account, name string, id uint64) {
+	c.mu.Lock()
+	if c.r == nil {
+		c.mu.forget = append(c.mu.forget, &assignment{Account: account, Name: name, ID: id})
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		t := time.NewTicker(forgetRetry)
+		defer t.Stop()
+		for {
+			// A catalog that has not applied the stream's create yet
+			// (its group's last id is below it) would list it later.
+			applied := id <= c.catalog.lastID(groupOf(id))
+			if cur := c.catalog.lookup(account, name); applied && (cur == nil || cur.ID != id) {
+				return
+			}
+			if a := c.e.account(account); a != nil {
+				a.abandonCatalog(name, id)
+			} else {
+				c.needAccount(account, nil)
+			}
+			select {
+			case <-c.quit:
+				return
+			case <-t.C:
+			}
+		}
+	}()
 }
 
 // hdrAbandon, on a STREAM.DELETE the engine sends itself, names the

@@ -49,6 +49,9 @@ const (
 	// sequence moves to the backup's (rst), past messages deleted at its
 	// end, and its sources' progress is the backup's (api_restore.go).
 	propRestoreEnd
+	// propRestoreDone marks a restore's stream filled: its record loses
+	// the restoring mark (api_restore.go).
+	propRestoreDone
 )
 
 // proposal is one change to one stream, on its way through the apply path.

@@ -288,3 +288,58 @@ func TestRestoreKeepsMappedSubjects(t *testing.T) {
 		t.Errorf("message 1 after the restore: %+v %+v", got.Error, got.Message)
 	}
 }
+
+// A restore cut short by a crash leaves nothing behind: its stream's
+// record says it was restoring, and start-up removes it, so no part of a
+// backup passes for the stream and the name is free for the next try. A
+// restore that finished is kept whole through the next crash.
+func TestRestoreCutShortByCrash(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	_, acc, _ := openEngine(t, fs)
+	cfg := api.StreamConfig{Name: "R", Subjects: []string{"r.>"}}
+	createStream(t, acc, cfg)
+	for i := range 200 {
+		publish(t, acc, fmt.Sprintf("r.%d", i%7), nil, bytes.Repeat([]byte{byte(i)}, 100))
+	}
+	arc := snapshotOf(t, acc, "R")
+	var del api.SuccessResponse
+	acc.apiCall(t, "$JS.API.STREAM.DELETE.R", nil, &del)
+
+	var resp api.StreamRestoreResponse
+	acc.apiCall(t, "$JS.API.STREAM.RESTORE.R", api.StreamRestoreRequest{Config: cfg}, &resp)
+	if resp.Error != nil {
+		t.Fatal(resp.Error)
+	}
+	for half := arc[:len(arc)/2]; len(half) > 0; {
+		n := min(len(half), 700)
+		if ans := acc.request(t, resp.DeliverSubject, nil, half[:n]); len(ans) > 0 {
+			t.Fatalf("chunk refused: %s", ans)
+		}
+		half = half[n:]
+	}
+	// The restore's create is durable by now (it commits before the
+	// deliver subject is answered), with some of the messages.
+	fs2 := fs.CrashClone(vfs.CrashCloneCfg{})
+	e2, acc2, _ := openEngine(t, fs2)
+	wantGone(t, e2, acc2, "R")
+	var names api.StreamNamesResponse
+	acc2.apiCall(t, "$JS.API.STREAM.NAMES", nil, &names)
+	if len(names.Streams) != 0 {
+		t.Fatalf("streams after the cut restore: %v", names.Streams)
+	}
+	var info api.AccountInfoResponse
+	acc2.apiCall(t, "$JS.API.INFO", nil, &info)
+	if info.Error != nil || info.Store != 0 || info.Streams != 0 {
+		t.Fatalf("account after the cut restore: %+v", info)
+	}
+
+	if created := restoreFrom(t, acc2, cfg, arc); created.Error != nil || created.State.Msgs != 200 {
+		t.Fatalf("restore after the crash: %+v", created)
+	}
+	_, acc3, _ := openEngine(t, fs2.CrashClone(vfs.CrashCloneCfg{}))
+	var si api.StreamInfoResponse
+	acc3.apiCall(t, "$JS.API.STREAM.INFO.R", nil, &si)
+	if si.Error != nil || si.State.Msgs != 200 {
+		t.Fatalf("finished restore after a crash: %+v", si)
+	}
+}

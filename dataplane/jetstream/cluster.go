@@ -175,6 +175,10 @@ type clusterState struct {
 		// transfer is done (deferRequest). Counted in heldBy and
 		// heldBytes like held.
 		handing map[uint16][]*heldRequest // guarded by mu
+		// forget lists the unfinished restores' streams dropped before
+		// the cluster started, for StartCluster to have the catalog
+		// forget (forgetRestore). Guarded by mu.
+		forget []*assignment
 		// metaReady: this node leads the meta group and has applied every
 		// entry committed before it became leader, so its catalog can
 		// assign ids and check names.
@@ -231,7 +235,11 @@ func (e *Engine) StartCluster(r Replication) error {
 	if c == nil {
 		return errors.New("jetstream: StartCluster on an engine not made with Options.Clustered")
 	}
+	c.mu.Lock()
 	c.r = r
+	forget := c.mu.forget
+	c.mu.forget = nil
+	c.mu.Unlock()
 	lead := make([]chan bool, r.Partitions()+1)
 	c.reloads = make([]chan struct{}, len(lead))
 	for g := range c.reloads {
@@ -254,6 +262,9 @@ func (e *Engine) StartCluster(r Replication) error {
 		go c.checkLoop(e.opts.DigestInterval)
 	}
 	c.loadCatalogAccounts()
+	for _, f := range forget {
+		c.forgetRestore(f.Account, f.Name, f.ID)
+	}
 	c.countReplicas()
 	c.wg.Add(1)
 	go c.countLoop()
@@ -470,9 +481,17 @@ func (c *clusterState) take(g uint16) bool {
 		return false
 	}
 	streams = c.dropOrphans(g, streams)
-	have := map[uint64]bool{}
+	streams, unfinished := splitUnfinished(streams)
+	e.dropUnfinished(unfinished)
+	have, cut := map[uint64]bool{}, map[uint64]bool{}
 	for _, s := range streams {
 		have[s.id] = true
+	}
+	for _, s := range unfinished {
+		// Not made again, empty (materialize), nor restored again from
+		// its kept request (the client sends its chunks to the node it
+		// first heard from): the catalog forgets it.
+		have[s.id], cut[s.id] = true, true
 	}
 	e.adopt(streams)
 	for _, s := range streams {
@@ -499,7 +518,7 @@ func (c *clusterState) take(g uint16) bool {
 	c.ledSince(g, time.Now())
 	now := e.opts.Now()
 	for _, k := range kept {
-		if k.live(now) {
+		if k.live(now) && !cut[k.ent.Asg.ID] {
 			c.serveEntry(k.ent)
 		}
 	}

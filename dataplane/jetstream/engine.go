@@ -162,6 +162,10 @@ type storedStream struct {
 	Account string            `json:"account"`
 	Config  *api.StreamConfig `json:"config"`
 	Created time.Time         `json:"created"`
+	// Restoring is set from a restore's create until its stream is
+	// filled (propRestoreDone): a kill or a leadership change in between
+	// leaves a part of a backup, which must not pass for the stream.
+	Restoring bool `json:"restoring,omitempty"`
 }
 
 // New recovers every stream from the stores and starts the appliers.
@@ -192,10 +196,13 @@ func New(opts Options) (*Engine, error) {
 	e.file = newApplier(e, opts.Store, opts.SyncInterval, opts.MaxFileStore)
 	e.file.nodeUsed = e.fileStoreUsed
 	e.memory = newApplier(e, opts.Memory, 0, opts.MaxMemoryStore)
+	var unfinished []*stream
 	for _, ap := range []*applier{e.file, e.memory} {
-		if err := e.recover(ap); err != nil {
+		u, err := e.recover(ap)
+		if err != nil {
 			return nil, err
 		}
+		unfinished = append(unfinished, u...)
 	}
 	if opts.Tier.Store != nil {
 		e.tiering = newTiering(e, opts.Tier)
@@ -207,6 +214,7 @@ func New(opts Options) (*Engine, error) {
 			ap.run()
 		}()
 	}
+	e.dropUnfinished(unfinished)
 	if e.tiering != nil {
 		go e.tiering.run()
 		go e.tiering.scanLoop()
@@ -216,20 +224,26 @@ func New(opts Options) (*Engine, error) {
 
 // recover loads the unreplicated streams of one store (a partition's
 // streams load when this node leads it: see clusterState.take) and holds
-// them until their accounts register.
-func (e *Engine) recover(ap *applier) error {
+// them until their accounts register. It returns, not loaded, those an
+// unfinished restore left (splitUnfinished), for New to remove once the
+// appliers run.
+func (e *Engine) recover(ap *applier) (unfinished []*stream, err error) {
 	streams, err := e.recoverRange(ap, 0, 1<<partitionShift)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	streams, unfinished = splitUnfinished(streams)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	for _, s := range unfinished {
+		e.mu.nextID = max(e.mu.nextID, s.id) // ids are never reused
+	}
 	for _, s := range streams {
 		e.trackLocked(s, s.mu.cfg)
 		e.mu.nextID = max(e.mu.nextID, s.id)
 		e.mu.held[s.account] = append(e.mu.held[s.account], s)
 	}
-	return nil
+	return unfinished, nil
 }
 
 // recoverRange reads the streams of ap's store whose ids lie in [lo, hi):
@@ -320,6 +334,7 @@ func (e *Engine) recoverStream(ap *applier, rd *store.Recovery, info store.Strea
 	s.ledger = e.ledgerFor(rec.Account)
 	s.mu.state = info.State
 	s.mu.detached = true
+	s.mu.restoring = rec.Restoring
 	// In key order (message, TTL, dedup, consumers), so rd moves forward.
 	if err := s.recoverState(rd); err != nil {
 		return nil, "", err

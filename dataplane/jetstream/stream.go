@@ -95,6 +95,12 @@ type stream struct {
 		// cold is the stream's tiered part (cold.go); guarded by mu but
 		// for its published segment list.
 		cold coldState
+		// restoring marks a restore's stream until it is filled (the
+		// stream record carries it, storedStream.Restoring): one found
+		// so on start-up or by a partition's new leader is what a
+		// restore left half done, and is removed, never loaded.
+		// Guarded by mu.
+		restoring bool
 	}
 	unsubs []func() // capture subscriptions; owned by the account
 	// batches holds the stream's open atomic batches (batch.go).
@@ -165,7 +171,7 @@ func (s *stream) config() *api.StreamConfig {
 
 // record is the stream's catalog record.
 func (s *stream) recordLocked(account string) store.StreamMeta {
-	b, _ := json.Marshal(storedStream{Account: account, Config: s.mu.cfg, Created: s.created})
+	b, _ := json.Marshal(storedStream{Account: account, Config: s.mu.cfg, Created: s.created, Restoring: s.mu.restoring})
 	return store.StreamMeta{ID: s.id, Name: s.mu.cfg.Name, Config: b}
 }
 

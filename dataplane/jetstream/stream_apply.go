@@ -62,6 +62,9 @@ func (s *stream) applyLocked(p *proposal, ap *applier) result {
 		r = s.fastApplyLocked(p, ap)
 	case propRestoreEnd:
 		s.restoreEndLocked(p.rst, ap)
+	case propRestoreDone:
+		s.mu.restoring = false
+		ap.batch.PutStream(s.recordLocked(p.acct.acc.Name()))
 	case propDelete:
 		r = s.deleteMsgLocked(p.seq, ap)
 		if p.erase && r.err == nil {

@@ -35,9 +35,15 @@ type streamIndex struct {
 	subjects    *subject.Index[*stream]
 	filed       map[*stream]filing
 	perReplicas map[int]int
-	// pending maps the name of each pending stream to a channel closed
-	// when it stops being pending (created or failed).
-	pending map[string]chan struct{}
+	// pending maps the name of each pending stream to it and a channel
+	// closed when it stops being pending (created or failed).
+	pending map[string]pendingStream
+}
+
+// pendingStream is a stream being created and what its end closes.
+type pendingStream struct {
+	s    *stream
+	done chan struct{}
 }
 
 // filing is what a stream was indexed under, so it can be taken out again
@@ -57,7 +63,7 @@ func newStreamIndex(n int) *streamIndex {
 		subjects:    subject.NewIndex[*stream](),
 		filed:       make(map[*stream]filing, n),
 		perReplicas: map[int]int{},
-		pending:     map[string]chan struct{}{},
+		pending:     map[string]pendingStream{},
 	}
 }
 
@@ -72,7 +78,7 @@ func (x *streamIndex) put(s *stream, cfg *api.StreamConfig) {
 // reserve files s, being created, as pending under cfg.
 func (x *streamIndex) reserve(s *stream, cfg *api.StreamConfig) {
 	x.file(s, cfg, true)
-	x.pending[cfg.Name] = make(chan struct{})
+	x.pending[cfg.Name] = pendingStream{s: s, done: make(chan struct{})}
 }
 
 func (x *streamIndex) file(s *stream, cfg *api.StreamConfig, pending bool) {
@@ -87,6 +93,16 @@ func (x *streamIndex) file(s *stream, cfg *api.StreamConfig, pending bool) {
 	x.perReplicas[f.replicas]++
 }
 
+// holds reports whether the stream filed under name, made or pending,
+// is the one with id.
+func (x *streamIndex) holds(name string, id uint64) bool {
+	if s := x.byName[name]; s != nil {
+		return s.id == id
+	}
+	p, ok := x.pending[name]
+	return ok && p.s.id == id
+}
+
 // remove takes s out of the index, if it is there.
 func (x *streamIndex) remove(s *stream) {
 	f, ok := x.filed[s]
@@ -97,7 +113,7 @@ func (x *streamIndex) remove(s *stream) {
 		x.subjects.Remove(subj, "", s)
 	}
 	if f.pending {
-		close(x.pending[f.name])
+		close(x.pending[f.name].done)
 		delete(x.pending, f.name)
 	} else {
 		delete(x.byName, f.name)

@@ -310,7 +310,7 @@ func TestCreateFinishingInDisabledAccount(t *testing.T) {
 	// A sync is held; once the create is pending, its commit waits on one.
 	for pending := false; !pending; runtime.Gosched() {
 		a.mu.Lock()
-		pending = a.mu.streams.pending["P"] != nil
+		pending = a.mu.streams.pending["P"].done != nil
 		a.mu.Unlock()
 	}
 	if err := e.UpdateAccount("A", disabledLimits); err != nil {
