@@ -324,8 +324,13 @@ func (r *Reader) Next() (any, error) {
 			return nil, fmt.Errorf("%w: the archive holds %d messages and %d consumers, its end counts %d and %d, its stream %d messages",
 				ErrCorrupt, r.msgs, r.consumers, e.Msgs, e.Consumers, r.stream.State.Msgs)
 		}
-		if _, err := r.r.ReadByte(); err != io.EOF {
+		switch _, err := r.r.ReadByte(); {
+		case err == nil:
 			return nil, fmt.Errorf("%w: data after the end record", ErrCorrupt)
+		case err != io.EOF:
+			// A damaged frame, or the input's own failure (a restore
+			// refused meanwhile), which is not the archive's.
+			return nil, truncated(err)
 		}
 		r.done = true
 		return nil, io.EOF
