@@ -510,13 +510,20 @@ func (c *clusterState) take(g uint16) bool {
 	if u := c.usage(g); u != nil {
 		u.led.Store(ap)
 	}
+	now := e.opts.Now()
+	restoring := map[uint64]bool{}
+	for _, k := range kept {
+		if k.live(now) && !cut[k.ent.Asg.ID] {
+			restoring[k.ent.Asg.ID] = k.ent.Asg.Restore
+		}
+	}
 	for _, asg := range c.catalog.inGroup(g) {
-		if !have[asg.ID] {
+		// A restore whose request is kept runs from it below.
+		if !have[asg.ID] && !restoring[asg.ID] {
 			c.materialize(asg)
 		}
 	}
 	c.ledSince(g, time.Now())
-	now := e.opts.Now()
 	for _, k := range kept {
 		if k.live(now) && !cut[k.ent.Asg.ID] {
 			c.serveEntry(k.ent)

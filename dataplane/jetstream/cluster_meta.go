@@ -27,6 +27,9 @@ type assignment struct {
 	Owner   string            `json:"owner,omitempty"` // R1: the node holding it
 	Config  *api.StreamConfig `json:"config"`
 	Created time.Time         `json:"created"`
+	// Restore marks a stream a STREAM.RESTORE placed: it is made by the
+	// restore, from its request, never empty by materialize.
+	Restore bool `json:"restore,omitempty"`
 }
 
 // group is the raft group carrying the stream's data; 0 for R1.
@@ -619,6 +622,13 @@ func (c *clusterState) holds(asg *assignment) bool {
 // partition), with nobody to answer. Of an account not registered here it
 // waits for the account.
 func (c *clusterState) materialize(asg *assignment) {
+	if asg.Restore {
+		// Its restore's request is gone (answered elsewhere, or its
+		// client gave up): made empty, the stream would pass for the
+		// backup, and hold the name.
+		c.forgetRestore(asg.Account, asg.Name, asg.ID)
+		return
+	}
 	a := c.e.account(asg.Account)
 	if a == nil {
 		c.needAccount(asg.Account, &metaEntry{Op: metaCreate, Asg: asg})
@@ -690,6 +700,7 @@ func (a *jsAccount) metaServe(req apiRequest, op, name string) {
 			return
 		}
 		ent.Op, ent.Asg = metaCreate, c.placeNew(a, name, cfg)
+		ent.Asg.Restore = true
 	case "STREAM.UPDATE":
 		const typ = api.TypeStreamUpdateResponse
 		if have == nil {

@@ -749,3 +749,50 @@ func TestClusterStepdownStormIsBounded(t *testing.T) {
 		t.Fatalf("%d moves and %d refusals; at most %d moves within the budgets", moved, refused, 3*stepdownBurst)
 	}
 }
+
+// A restore's stream is made by its restore, never empty: a committed
+// restore placement whose request is gone (its client gave up, or it was
+// answered elsewhere) is forgotten by the node that would hold it,
+// instead of becoming an empty stream that passes for the backup.
+func TestClusterRestoreNeverMaterialized(t *testing.T) {
+	acc := newFakeAccount("A")
+	nodes := startTestCluster(t, 3, 2, acc)
+	waitClusterReady(t, nodes)
+	var ml *testNode
+	waitForCond(t, "a meta leader", func() bool {
+		for _, nd := range nodes {
+			if nd.e.cl.metaLeader() {
+				ml = nd
+				return true
+			}
+		}
+		return false
+	})
+	c, a := ml.e.cl, ml.e.account("A")
+	cfg, aerr := a.restoreConfig([]byte(`{"config":{"name":"R","subjects":["r"],"num_replicas":3}}`), "R")
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	c.proposeMu.Lock()
+	asg := c.placeNew(a, "R", cfg)
+	asg.Restore = true
+	err := c.propose(&metaEntry{Op: metaCreate, Asg: asg})
+	c.proposeMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nd := range nodes {
+		waitForCond(t, nd.name+"'s catalog to forget the restore", func() bool {
+			cur := nd.e.cl.catalog.lookup("A", "R")
+			return nd.e.cl.catalog.lastID(asg.group()) >= asg.ID && cur == nil
+		})
+		if s := nd.e.account("A").lookup("R"); s != nil {
+			t.Errorf("%s holds stream R", nd.name)
+		}
+	}
+	var info api.StreamInfoResponse
+	acc.apiCall(t, "$JS.API.STREAM.INFO.R", nil, &info)
+	if info.Error == nil || info.Error.ErrCode != 10059 {
+		t.Fatalf("info of the restore's stream: %+v", info)
+	}
+}
