@@ -39,7 +39,7 @@ const timelineLines = 60
 // barriers, and errors.
 var timelineMarks = []string{
 	"entering leader state", "entering candidate state", "led here", "no longer led",
-	"barrier failed", "hand-over", "transfer", "level=ERROR", "stepping down", "rejoining",
+	"barrier failed", "hand-over", "transfer", "leadership move", "level=ERROR", "stepping down", "rejoining",
 	"jetstream ready", "test sent",
 }
 

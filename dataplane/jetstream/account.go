@@ -440,6 +440,20 @@ func (a *jsAccount) createStream(cfg *api.StreamConfig, asg *assignment) (*strea
 	}
 }
 
+// awaitCreate waits while the stream with id is pending under name (its
+// create not yet committed or failed).
+func (a *jsAccount) awaitCreate(name string, id uint64) {
+	for {
+		a.mu.Lock()
+		p, ok := a.mu.streams.pending[name]
+		a.mu.Unlock()
+		if !ok || p.s.id != id {
+			return
+		}
+		<-p.done
+	}
+}
+
 // reserveStream runs a create's checks under a.create and, when they
 // pass, files a new stream as pending with its commitments counted.
 // It returns the existing stream (fresh false) for a repeated create, or

@@ -218,6 +218,12 @@ func (a *jsAccount) streamDelete(req apiRequest, name string) any {
 	if !api.IsEmptyRequest(req.body) {
 		return streamErr(typ, api.NewNotEmptyRequestError())
 	}
+	if req.asg != nil {
+		// A committed meta delete of a stream whose create is still
+		// committing here (materialize runs off the account's lane):
+		// deleted once made, or it would outlive the catalog's delete.
+		a.awaitCreate(name, req.asg.ID)
+	}
 	a.create.Lock()
 	defer a.create.Unlock()
 	if !a.enabled.Load() {

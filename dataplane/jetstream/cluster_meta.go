@@ -634,8 +634,20 @@ func (c *clusterState) materialize(asg *assignment) {
 		c.needAccount(asg.Account, &metaEntry{Op: metaCreate, Asg: asg})
 		return
 	}
-	if _, aerr := a.createStream(asg.Config, asg); aerr != nil && !isFateUnknown(aerr) && !isNotAppended(aerr) {
-		c.e.log.Error("jetstream: assigned stream not created", "account", asg.Account, "stream", asg.Name, "err", aerr)
+	s, aerr := a.createStream(asg.Config, asg)
+	if aerr != nil {
+		if !isFateUnknown(aerr) && !isNotAppended(aerr) {
+			c.e.log.Error("jetstream: assigned stream not created", "account", asg.Account, "stream", asg.Name, "err", aerr)
+		}
+		return
+	}
+	// The catalog's delete may have been served before this create
+	// began (by then the stream was not here to delete): made since,
+	// the stream is removed as that delete would have. One served
+	// during the create waits for it (awaitCreate).
+	if cur := c.catalog.lookup(asg.Account, asg.Name); s.id == asg.ID && (cur == nil || cur.ID != asg.ID) {
+		a.streamDelete(apiRequest{a: a, asg: asg}, asg.Name)
+		c.e.log.Info("jetstream: stream the catalog deleted while it was made removed", "account", asg.Account, "stream", asg.Name, "id", asg.ID)
 	}
 }
 

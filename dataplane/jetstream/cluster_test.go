@@ -796,3 +796,45 @@ func TestClusterRestoreNeverMaterialized(t *testing.T) {
 		t.Fatalf("info of the restore's stream: %+v", info)
 	}
 }
+
+// A partition's new leader makes the streams the catalog assigns it and
+// it lacks (materialize); one whose catalog delete was served before the
+// create began (the stream was not there to delete) is removed once made,
+// so no node holds a stream the catalog no longer lists.
+func TestClusterMaterializeAfterDelete(t *testing.T) {
+	acc := newFakeAccount("A")
+	nodes := startTestCluster(t, 3, 2, acc)
+	waitClusterReady(t, nodes)
+	var ml *testNode
+	waitForCond(t, "a meta leader", func() bool {
+		for _, nd := range nodes {
+			if nd.e.cl.metaLeader() {
+				ml = nd
+				return true
+			}
+		}
+		return false
+	})
+	cfg, aerr := ml.e.account("A").checkStreamConfig(&api.StreamConfigRequest{StreamConfig: api.StreamConfig{Name: "Z", Subjects: []string{"z"}, Replicas: 3}}, "Z", true, false)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	// Assigned, never committed: as the catalog stands once the stream's
+	// delete has applied.
+	ml.e.cl.proposeMu.Lock()
+	asg := ml.e.cl.placeNew(ml.e.account("A"), "Z", cfg)
+	ml.e.cl.proposeMu.Unlock()
+	holder := leaderOf(nodes, asg.group())
+	if holder == nil {
+		t.Fatalf("no leader for partition %d", asg.group())
+	}
+	holder.e.cl.materialize(asg)
+	if s := holder.e.account("A").lookup("Z"); s != nil {
+		t.Fatal("the stream the catalog no longer lists stayed")
+	}
+	var info api.StreamInfoResponse
+	acc.apiCall(t, "$JS.API.STREAM.INFO.Z", nil, &info)
+	if info.Error == nil || info.Error.ErrCode != 10059 {
+		t.Fatalf("info: %+v", info)
+	}
+}

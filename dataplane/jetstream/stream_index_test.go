@@ -331,3 +331,58 @@ func TestCreateFinishingInDisabledAccount(t *testing.T) {
 		t.Fatalf("its subject is free: %v", err)
 	}
 }
+
+// TestCommittedDeleteWaitsForCreate: a committed meta delete served
+// while its stream's create is still committing (a new leader's
+// materialize runs off the account's lane) waits for the create and
+// deletes what it made, instead of answering that the stream is gone
+// already and leaving it behind the catalog's back.
+func TestCommittedDeleteWaitsForCreate(t *testing.T) {
+	var block atomic.Bool
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch op.Kind {
+		case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
+			if block.Load() {
+				select {
+				case entered <- struct{}{}:
+				default:
+				}
+				<-release
+			}
+		}
+		return nil
+	}))
+	e, _ := bareEngine(t, fs)
+	register(t, e, "A", untiered(func(*api.AccountLimits) {}))
+	a := accountOf(t, e, "A")
+
+	block.Store(true)
+	created := make(chan *api.Error)
+	go func() { created <- createDirect(a, api.StreamConfig{Name: "P", Subjects: []string{"p"}}) }()
+	<-entered
+	var id uint64
+	for id == 0 {
+		a.mu.Lock()
+		if p, ok := a.mu.streams.pending["P"]; ok {
+			id = p.s.id
+		}
+		a.mu.Unlock()
+		runtime.Gosched()
+	}
+	deleted := make(chan any)
+	go func() {
+		deleted <- a.streamDelete(apiRequest{a: a, asg: &assignment{Account: "A", Name: "P", ID: id}}, "P")
+	}()
+	block.Store(false)
+	close(release)
+	if err := <-created; err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if resp, ok := (<-deleted).(*api.SuccessResponse); !ok || !resp.Success {
+		t.Fatalf("delete: %+v", resp)
+	}
+	if a.lookup("P") != nil {
+		t.Fatal("the stream outlived the delete served while it was made")
+	}
+}
