@@ -127,6 +127,9 @@ func (a *jsAccount) streamUpdate(req apiRequest, name string) any {
 	if aerr != nil {
 		return streamErr(typ, aerr)
 	}
+	if req.asg != nil {
+		a.awaitCreate(name, req.asg.ID) // as a committed delete does
+	}
 	a.create.Lock()
 	defer a.create.Unlock()
 	if !a.enabled.Load() {
@@ -219,9 +222,10 @@ func (a *jsAccount) streamDelete(req apiRequest, name string) any {
 		return streamErr(typ, api.NewNotEmptyRequestError())
 	}
 	if req.asg != nil {
-		// A committed meta delete of a stream whose create is still
-		// committing here (materialize runs off the account's lane):
-		// deleted once made, or it would outlive the catalog's delete.
+		// A committed meta delete (or update) of a stream whose create
+		// is still committing here (materialize runs off the account's
+		// lane): run once the stream is made, or the stream would
+		// outlive the catalog's delete (or keep the config before it).
 		a.awaitCreate(name, req.asg.ID)
 	}
 	a.create.Lock()

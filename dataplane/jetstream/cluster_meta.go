@@ -641,13 +641,24 @@ func (c *clusterState) materialize(asg *assignment) {
 		}
 		return
 	}
-	// The catalog's delete may have been served before this create
-	// began (by then the stream was not here to delete): made since,
-	// the stream is removed as that delete would have. One served
-	// during the create waits for it (awaitCreate).
-	if cur := c.catalog.lookup(asg.Account, asg.Name); s.id == asg.ID && (cur == nil || cur.ID != asg.ID) {
+	// The catalog's delete or update may have been served before this
+	// create began (by then the stream was not here): made since, the
+	// stream is removed or updated as that request would have. One
+	// served during the create waits for it (awaitCreate).
+	if s.id != asg.ID {
+		return
+	}
+	switch cur := c.catalog.lookup(asg.Account, asg.Name); {
+	case cur == nil || cur.ID != asg.ID:
 		a.streamDelete(apiRequest{a: a, asg: asg}, asg.Name)
 		c.e.log.Info("jetstream: stream the catalog deleted while it was made removed", "account", asg.Account, "stream", asg.Name, "id", asg.ID)
+	case !sameConfig(s.config(), cur.Config):
+		body, _ := json.Marshal(cur.Config)
+		var err error
+		if e, ok := a.streamUpdate(apiRequest{a: a, asg: cur, body: body}, asg.Name).(interface{ ToError() error }); ok {
+			err = e.ToError()
+		}
+		c.e.log.Info("jetstream: stream the catalog updated while it was made updated", "account", asg.Account, "stream", asg.Name, "id", asg.ID, "err", err)
 	}
 }
 

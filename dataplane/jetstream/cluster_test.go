@@ -838,3 +838,40 @@ func TestClusterMaterializeAfterDelete(t *testing.T) {
 		t.Fatalf("info: %+v", info)
 	}
 }
+
+// materialize makes a stream from the assignment it was handed; one whose
+// catalog update was served before the create began (the stream was not
+// there to update) is updated once made, so the stream carries the
+// catalog's config.
+func TestClusterMaterializeAfterUpdate(t *testing.T) {
+	acc := newFakeAccount("A")
+	nodes := startTestCluster(t, 3, 2, acc)
+	waitClusterReady(t, nodes)
+	var cr api.StreamCreateResponse
+	acc.apiCall(t, "$JS.API.STREAM.CREATE.U", api.StreamConfig{Name: "U", Subjects: []string{"u"}, Replicas: 3, MaxMsgs: 10}, &cr)
+	if cr.Error != nil {
+		t.Fatal(cr.Error)
+	}
+	old := *waitAssigned(t, nodes, "A", "U")
+	var ur api.StreamUpdateResponse
+	acc.apiCall(t, "$JS.API.STREAM.UPDATE.U", api.StreamConfig{Name: "U", Subjects: []string{"u"}, Replicas: 3, MaxMsgs: 20}, &ur)
+	if ur.Error != nil {
+		t.Fatal(ur.Error)
+	}
+	holder := leaderOf(nodes, old.group())
+	ha := holder.e.account("A")
+	waitForCond(t, "the update in the catalog", func() bool {
+		cur := holder.e.cl.catalog.lookup("A", "U")
+		return cur != nil && cur.Config.MaxMsgs == 20
+	})
+	// Gone from the partition, kept by the catalog: as a partition
+	// lacks a stream when its create entry's serve was lost.
+	if resp, ok := ha.streamDelete(apiRequest{a: ha}, "U").(*api.SuccessResponse); !ok || !resp.Success {
+		t.Fatalf("local delete: %+v", resp)
+	}
+	holder.e.cl.materialize(&old)
+	s := ha.lookup("U")
+	if s == nil || s.config().MaxMsgs != 20 {
+		t.Fatalf("made from the assignment before the update: %+v", s)
+	}
+}
