@@ -94,17 +94,20 @@ func digestsOf(t *testing.T, nodes []*testNode, account, name string) StreamDige
 	}
 }
 
-// waitMetaLeader waits until some node may decide meta operations.
-func waitMetaLeader(t *testing.T, nodes []*testNode) {
+// waitMetaLeader waits until some node may decide meta operations, and
+// returns it.
+func waitMetaLeader(t *testing.T, nodes []*testNode) (ml *testNode) {
 	t.Helper()
 	waitForCond(t, "meta leader", func() bool {
 		for _, nd := range nodes {
 			if nd.e.cl.metaLeader() {
+				ml = nd
 				return true
 			}
 		}
 		return false
 	})
+	return ml
 }
 
 // createClustered creates cfg on a cluster, asking again while the meta

@@ -758,16 +758,7 @@ func TestClusterRestoreNeverMaterialized(t *testing.T) {
 	acc := newFakeAccount("A")
 	nodes := startTestCluster(t, 3, 2, acc)
 	waitClusterReady(t, nodes)
-	var ml *testNode
-	waitForCond(t, "a meta leader", func() bool {
-		for _, nd := range nodes {
-			if nd.e.cl.metaLeader() {
-				ml = nd
-				return true
-			}
-		}
-		return false
-	})
+	ml := waitMetaLeader(t, nodes)
 	c, a := ml.e.cl, ml.e.account("A")
 	cfg, aerr := a.restoreConfig([]byte(`{"config":{"name":"R","subjects":["r"],"num_replicas":3}}`), "R")
 	if aerr != nil {
@@ -790,11 +781,7 @@ func TestClusterRestoreNeverMaterialized(t *testing.T) {
 			t.Errorf("%s holds stream R", nd.name)
 		}
 	}
-	var info api.StreamInfoResponse
-	acc.apiCall(t, "$JS.API.STREAM.INFO.R", nil, &info)
-	if info.Error == nil || info.Error.ErrCode != 10059 {
-		t.Fatalf("info of the restore's stream: %+v", info)
-	}
+	wantStreamNotFound(t, acc, "R")
 }
 
 // A partition's new leader makes the streams the catalog assigns it and
@@ -805,16 +792,7 @@ func TestClusterMaterializeAfterDelete(t *testing.T) {
 	acc := newFakeAccount("A")
 	nodes := startTestCluster(t, 3, 2, acc)
 	waitClusterReady(t, nodes)
-	var ml *testNode
-	waitForCond(t, "a meta leader", func() bool {
-		for _, nd := range nodes {
-			if nd.e.cl.metaLeader() {
-				ml = nd
-				return true
-			}
-		}
-		return false
-	})
+	ml := waitMetaLeader(t, nodes)
 	cfg, aerr := ml.e.account("A").checkStreamConfig(&api.StreamConfigRequest{StreamConfig: api.StreamConfig{Name: "Z", Subjects: []string{"z"}, Replicas: 3}}, "Z", true, false)
 	if aerr != nil {
 		t.Fatal(aerr)
@@ -832,10 +810,16 @@ func TestClusterMaterializeAfterDelete(t *testing.T) {
 	if s := holder.e.account("A").lookup("Z"); s != nil {
 		t.Fatal("the stream the catalog no longer lists stayed")
 	}
+	wantStreamNotFound(t, acc, "Z")
+}
+
+// wantStreamNotFound fails unless stream name's info is "not found".
+func wantStreamNotFound(t *testing.T, acc *fakeAccount, name string) {
+	t.Helper()
 	var info api.StreamInfoResponse
-	acc.apiCall(t, "$JS.API.STREAM.INFO.Z", nil, &info)
-	if info.Error == nil || info.Error.ErrCode != 10059 {
-		t.Fatalf("info: %+v", info)
+	acc.apiCall(t, "$JS.API.STREAM.INFO."+name, nil, &info)
+	if info.Error == nil || info.Error.ErrCode != api.CodeStreamNotFound {
+		t.Fatalf("info of stream %s: %+v", name, info)
 	}
 }
 

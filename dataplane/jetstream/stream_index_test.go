@@ -277,15 +277,12 @@ func TestConcurrentCreatesHoldTheRules(t *testing.T) {
 	}
 }
 
-// TestCreateFinishingInDisabledAccount: a create whose record becomes
-// durable after its account was disabled (it no longer holds the
-// account while it waits for its fsync) is answered 10039, and the
-// stream it made is held with the account's other streams: enabled
-// again, the account has it, attached.
-func TestCreateFinishingInDisabledAccount(t *testing.T) {
-	var block atomic.Bool
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+// heldSyncFS is a memory FS whose syncs, while block is set, signal
+// entered and wait for release to close: a commit held mid-fsync.
+func heldSyncFS() (fs vfs.FS, block *atomic.Bool, entered, release chan struct{}) {
+	block = new(atomic.Bool)
+	entered, release = make(chan struct{}, 1), make(chan struct{})
+	fs = errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
 		switch op.Kind {
 		case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
 			if block.Load() {
@@ -298,6 +295,16 @@ func TestCreateFinishingInDisabledAccount(t *testing.T) {
 		}
 		return nil
 	}))
+	return fs, block, entered, release
+}
+
+// TestCreateFinishingInDisabledAccount: a create whose record becomes
+// durable after its account was disabled (it no longer holds the
+// account while it waits for its fsync) is answered 10039, and the
+// stream it made is held with the account's other streams: enabled
+// again, the account has it, attached.
+func TestCreateFinishingInDisabledAccount(t *testing.T) {
+	fs, block, entered, release := heldSyncFS()
 	e, _ := bareEngine(t, fs)
 	on := untiered(func(*api.AccountLimits) {})
 	register(t, e, "A", on)
@@ -338,21 +345,7 @@ func TestCreateFinishingInDisabledAccount(t *testing.T) {
 // deletes what it made, instead of answering that the stream is gone
 // already and leaving it behind the catalog's back.
 func TestCommittedDeleteWaitsForCreate(t *testing.T) {
-	var block atomic.Bool
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
-		switch op.Kind {
-		case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
-			if block.Load() {
-				select {
-				case entered <- struct{}{}:
-				default:
-				}
-				<-release
-			}
-		}
-		return nil
-	}))
+	fs, block, entered, release := heldSyncFS()
 	e, _ := bareEngine(t, fs)
 	register(t, e, "A", untiered(func(*api.AccountLimits) {}))
 	a := accountOf(t, e, "A")
