@@ -91,10 +91,11 @@ func (a *jsAccount) streamRestore(req apiRequest, name string) any {
 		again := a.mu.streams.holds(name, req.asg.ID)
 		a.mu.Unlock()
 		if again {
-			// The same request served a second time (a partition's
-			// hand-over runs both the meta entries it kept and the
-			// requests it deferred): the first serve answers it, and a
-			// 10130 from here could reach the client first.
+			// The same committed request served a second time (seen
+			// around a partition's hand-over, with the balancer moving
+			// leaderships): the first serve answers it, and a 10130
+			// from here could reach the client first. A restore, unlike
+			// a create, is not answered alike when repeated.
 			return nil
 		}
 	}
@@ -597,8 +598,8 @@ const forgetRetry = time.Second
 // and never finished, and asks again (abandonCatalog) until the catalog
 // here has applied its create and no longer lists it: the stream's node
 // may drop it before a meta leader is known or its account is registered
-// here, and a delete sent then is lost. Before the cluster starts (StartCluster) it is only
-// noted; StartCluster asks.
+// here, and a delete sent then is lost. Before the cluster starts
+// (StartCluster) it is only noted; StartCluster asks.
 func (c *clusterState) forgetRestore(account, name string, id uint64) {
 	c.mu.Lock()
 	if c.r == nil {

@@ -511,10 +511,10 @@ func (c *clusterState) take(g uint16) bool {
 		u.led.Store(ap)
 	}
 	now := e.opts.Now()
-	restoring := map[uint64]bool{}
+	restoring := map[uint64]bool{} // restores whose request is kept
 	for _, k := range kept {
-		if k.live(now) && !cut[k.ent.Asg.ID] {
-			restoring[k.ent.Asg.ID] = k.ent.Asg.Restore
+		if k.ent.Asg.Restore && k.live(now) && !cut[k.ent.Asg.ID] {
+			restoring[k.ent.Asg.ID] = true
 		}
 	}
 	for _, asg := range c.catalog.inGroup(g) {
