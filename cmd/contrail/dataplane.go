@@ -498,7 +498,7 @@ func startJetStream(opts *config.Options, dataDir string, srv *server.Server, lo
 	if jsOpts.StoreDir != "" {
 		dir = jsOpts.StoreDir
 	}
-	so := store.Options{Dir: dir, Logger: log.With("component", "store")}
+	so := store.Options{Dir: dir, Logger: log.With("component", "store"), Compress: jsOpts.StoreCompression == "snappy"}
 	if clustered(opts) {
 		// A clustered node writes each replicated message twice, as its
 		// raft log entry and as the state the entry applies. Memtables

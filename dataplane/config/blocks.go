@@ -51,6 +51,8 @@ var jetStreamFields = map[string]field[JetStreamOptions]{
 	// Contrail only: every stream of a node shares one apply path.
 	"node_max_buffered_msgs": intField(func(j *JetStreamOptions) *int64 { return &j.NodeMaxBufferedMsgs }),
 	"node_max_buffered_size": sizeField(func(j *JetStreamOptions) *int64 { return &j.NodeMaxBufferedSize }),
+	// Contrail only: the file store's table compression.
+	"store_compression": stringField(func(j *JetStreamOptions) *string { return &j.StoreCompression }),
 	// Contrail only: tiered storage, as the --tier-* flags.
 	"tier": blockField(tierFields, nil, func() *TierOptions { return &TierOptions{} },
 		func(j *JetStreamOptions, t *TierOptions) { j.Tier = t }),

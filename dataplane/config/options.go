@@ -149,6 +149,11 @@ type JetStreamOptions struct {
 	// 0 takes the defaults.
 	MaxBufferedMsgs, MaxBufferedSize         int64
 	NodeMaxBufferedMsgs, NodeMaxBufferedSize int64
+	// StoreCompression is how the file store compresses its tables
+	// (`store_compression`, Contrail only): "none" (or empty, the
+	// default, as nats-server keeps messages as sent) or "snappy", which
+	// trades CPU on every write and compaction for disk.
+	StoreCompression string
 	// Tier is tiered storage (`tier { ... }`); nil when not configured.
 	Tier *TierOptions
 	// Batch bounds atomic batch publishes, as nats-server's `limits {

@@ -296,6 +296,7 @@ func TestParseJetStream(t *testing.T) {
 		{"batch limits", `jetstream { limits { batch { max_inflight_per_stream: 2, max_inflight_total: 9, max_msgs: 3, timeout: "2s" } } }`,
 			def(JetStreamOptions{Enabled: true, Batch: BatchLimits{MaxInflightPerStream: 2, MaxInflightTotal: 9, MaxMsgs: 3, Timeout: 2 * time.Second}})},
 		{"empty limits", `jetstream { limits {} }`, def(JetStreamOptions{Enabled: true})},
+		{"store compression", `jetstream { store_compression: snappy }`, def(JetStreamOptions{Enabled: true, StoreCompression: "snappy"})},
 		{"sync seconds", `jetstream { sync_interval: 10 }`, def(JetStreamOptions{Enabled: true, SyncInterval: 10 * time.Second})},
 		{"top-level store_dir", "store_dir: /js\njetstream: enabled", def(JetStreamOptions{Enabled: true, StoreDir: "/js"})},
 		{"top-level store_dir alone", "storedir: /js", def(JetStreamOptions{StoreDir: "/js"})},

@@ -102,6 +102,11 @@ func (j *JetStreamOptions) validate() []error {
 		setting{"node_max_buffered_msgs", j.NodeMaxBufferedMsgs}, setting{"node_max_buffered_size", j.NodeMaxBufferedSize})...)
 	errs = append(errs, negatives("jetstream.limits.batch.", setting{"max_inflight_per_stream", j.Batch.MaxInflightPerStream},
 		setting{"max_inflight_total", j.Batch.MaxInflightTotal}, setting{"max_msgs", j.Batch.MaxMsgs})...)
+	switch j.StoreCompression {
+	case "", "none", "snappy":
+	default:
+		errs = append(errs, fmt.Errorf("jetstream.store_compression: %q is not none or snappy", j.StoreCompression))
+	}
 	if j.Batch.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("jetstream.limits.batch.timeout: %v cannot be negative", j.Batch.Timeout))
 	}

@@ -48,8 +48,10 @@ func TestValidate(t *testing.T) {
 		}, []string{"tls.timeout: -1ns cannot be negative", "tls.handshake_first: fallback -1ns cannot be negative"}},
 		{"jetstream ok", func(o *Options) { o.JetStream = &JetStreamOptions{Enabled: true, MaxMemory: -1, MaxStore: -1} }, nil},
 		{"jetstream bad", func(o *Options) {
-			o.JetStream = &JetStreamOptions{MaxMemory: -2, MaxStore: -5, SyncInterval: -1, Domain: "a b", MaxBufferedMsgs: -1, NodeMaxBufferedSize: -3}
+			o.JetStream = &JetStreamOptions{MaxMemory: -2, MaxStore: -5, SyncInterval: -1, Domain: "a b", MaxBufferedMsgs: -1, NodeMaxBufferedSize: -3,
+				StoreCompression: "zstd"}
 		}, []string{
+			`jetstream.store_compression: "zstd" is not none or snappy`,
 			"jetstream.max_memory_store: -2 cannot be negative",
 			"jetstream.max_file_store: -5 cannot be negative",
 			"jetstream.sync_interval: -1ns cannot be negative",
