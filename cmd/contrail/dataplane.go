@@ -21,6 +21,7 @@ import (
 
 	"github.com/contrail/contrail/dataplane/cluster/mux"
 	"github.com/contrail/contrail/dataplane/config"
+	"github.com/contrail/contrail/dataplane/gcfloor"
 	"github.com/contrail/contrail/dataplane/jetstream"
 	"github.com/contrail/contrail/dataplane/monitor"
 	"github.com/contrail/contrail/dataplane/resolver"
@@ -372,6 +373,7 @@ func runDataplane(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	defer gcfloor.Start(gcfloor.DefaultFloor).Stop()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := serveDataplane(ctx, opts, f.dataDir, log); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/contrail/contrail/controlplane"
 	"github.com/contrail/contrail/controlplane/provision"
 	"github.com/contrail/contrail/dataplane/config"
+	"github.com/contrail/contrail/dataplane/gcfloor"
 )
 
 // devFlags are the flags of `contrail dev`: the control plane's and the
@@ -157,6 +158,7 @@ func runDev(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "contrail dev: %v\n", err)
 		return 2
 	}
+	defer gcfloor.Start(gcfloor.DefaultFloor).Stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
