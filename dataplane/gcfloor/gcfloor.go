@@ -11,12 +11,12 @@
 // After every collection the tuner sets GOGC so that the next one comes
 // after about floor bytes of allocation (never under 100), and a soft
 // memory limit of the memory in use plus the floor, so a live heap that
-// grows fast (a node loading its streams) is
-// collected within one floor of growth rather than at a multiple of it.
-// A heap whose live part exceeds the floor runs at Go's default: memory
-// per connection and per stream scales as before, and the floor bounds
-// what the tuning adds. GOGC in the environment is the operator's choice
-// and turns the tuning off; a GOMEMLIMIT stays the ceiling.
+// grows fast (a node loading its streams) is collected within one floor
+// of growth rather than at a multiple of it. A heap whose live part
+// exceeds the floor runs at Go's default: memory per connection and per
+// stream scales as before, and the floor bounds what the tuning adds.
+// GOGC in the environment is the operator's choice and turns the tuning
+// off; a GOMEMLIMIT stays the ceiling.
 //
 // Garbage left when a node goes idle would otherwise stay until Go's
 // two-minute forced collection, and its pages longer: an idle node with
