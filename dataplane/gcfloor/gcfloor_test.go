@@ -111,13 +111,17 @@ func TestIdle(t *testing.T) {
 }
 
 // sink keeps the garbage below from being optimized away.
-var sink [][]byte
+var sink []byte
 
 // TestIdleHeapIsCollected leaves 32 MiB of garbage and stops
 // allocating: the tuner must collect it without waiting for the goal.
+// A collection first measures the live heap, so the tuner's goal lies a
+// whole floor (256 MiB here) above it and the garbage cannot be
+// collected by the goal instead.
 func TestIdleHeapIsCollected(t *testing.T) {
+	runtime.GC()
 	freed := make(chan struct{}, 1)
-	tu := start(DefaultFloor, 20*time.Millisecond, nil, func() {
+	tu := start(256<<20, 20*time.Millisecond, nil, func() {
 		select {
 		case freed <- struct{}{}:
 		default:
@@ -125,7 +129,7 @@ func TestIdleHeapIsCollected(t *testing.T) {
 	})
 	defer tu.Stop()
 	for i := 0; i < 32; i++ {
-		sink = append(sink, make([]byte, 1<<20))
+		sink = make([]byte, 1<<20)
 	}
 	sink = nil
 	select {
