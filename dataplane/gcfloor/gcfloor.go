@@ -145,19 +145,35 @@ func (t *Tuner) watchIdle(interval time.Duration) {
 			return
 		case <-tick.C:
 		}
-		metrics.Read(s)
+		if !read(s) {
+			continue
+		}
 		allocs, objects, live := s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64()
 		allocated := allocs - last
 		last = allocs
 		if objects > live && Idle(allocated, objects-live) {
 			debug.FreeOSMemory()
-			metrics.Read(s)
-			last = s[0].Value.Uint64()
+			if read(s) {
+				last = s[0].Value.Uint64()
+			}
 			if t.freed != nil {
 				t.freed()
 			}
 		}
 	}
+}
+
+// read reads samples and reports whether every one is a count: a
+// runtime that does not know one of the metrics reads it as KindBad,
+// and Uint64 would panic on it.
+func read(samples []metrics.Sample) bool {
+	metrics.Read(samples)
+	for _, s := range samples {
+		if s.Value.Kind() != metrics.KindUint64 {
+			return false
+		}
+	}
+	return true
 }
 
 // sentinel is garbage whose finalizer runs after the collection that
@@ -182,11 +198,8 @@ func (t *Tuner) arm() {
 // collection measured. A percent change under an eighth is left alone:
 // the live heap wanders a little between collections.
 func (t *Tuner) adjustLocked() {
-	metrics.Read(t.sample)
-	for _, s := range t.sample {
-		if s.Value.Kind() != metrics.KindUint64 {
-			return
-		}
+	if !read(t.sample) {
+		return
 	}
 	v := func(i int) uint64 { return t.sample[i].Value.Uint64() }
 	live, inUse := v(0), v(3)-v(4)
